@@ -1,0 +1,48 @@
+// Package config turns the process environment into a Config. Every variable
+// the service reads is declared here, once, with its default; README's
+// configuration table mirrors this struct.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole runtime configuration of the foodsafe binary.
+type Config struct {
+	// DatabaseURL is the PostgreSQL connection string (pgx syntax).
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable"`
+	// Addr is the listen address of `foodsafe serve`.
+	Addr string `env:"FOODSAFE_ADDR" envDefault:":8080"`
+	// BaseURL prefixes problem `type` URIs and signed URLs; derived from the
+	// request (scheme + Host) when empty.
+	BaseURL string `env:"FOODSAFE_BASE_URL"`
+	// LogLevel is the minimum slog level: debug, info, warn or error.
+	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info"`
+
+	// ShutdownTimeout bounds how long in-flight requests may run after
+	// SIGINT/SIGTERM before the server closes them.
+	ShutdownTimeout time.Duration `env:"FOODSAFE_SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// ReadHeaderTimeout limits slow-loris clients.
+	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"10s"`
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s"`
+	// WriteTimeout bounds writing a response.
+	WriteTimeout time.Duration `env:"FOODSAFE_WRITE_TIMEOUT" envDefault:"60s"`
+	// IdleTimeout closes idle keep-alive connections.
+	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s"`
+	// ReadyTimeout bounds the database probe of /health/ready.
+	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s"`
+}
+
+// Load reads the environment.
+func Load() (Config, error) {
+	var c Config
+	if err := env.Parse(&c); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}

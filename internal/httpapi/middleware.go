@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+)
+
+const (
+	ctxRequestID = "foodsafe.requestID"
+	// HeaderRequestID is echoed or generated on every response.
+	HeaderRequestID = "X-Request-ID"
+	maxRequestIDLen = 200
+)
+
+// saneRequestID accepts 1-200 visible ASCII characters, so a client's id is
+// safe to echo into headers, JSON and logs.
+func saneRequestID(s string) bool {
+	if len(s) == 0 || len(s) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// withRequestID echoes a sane client X-Request-ID or generates one, before
+// anything else runs, so every log line and problem carries it.
+func withRequestID(c *gin.Context) {
+	id := c.GetHeader(HeaderRequestID)
+	if !saneRequestID(id) {
+		id = rand.Text()
+	}
+	c.Set(ctxRequestID, id)
+	c.Header(HeaderRequestID, id)
+	c.Next()
+}
+
+func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// routeOf is the route template (never the raw path, which may carry ids a
+// log should not multiply into cardinality), or a marker for unmatched paths.
+func routeOf(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return r
+	}
+	return "(unmatched)"
+}
+
+// recoverer turns a panic into a logged stack and a 500 problem that says
+// nothing about the internals. http.ErrAbortHandler keeps its meaning.
+func (a *API) recoverer(c *gin.Context) {
+	defer func() {
+		rec := recover()
+		if rec == nil {
+			return
+		}
+		if rec == http.ErrAbortHandler {
+			panic(rec)
+		}
+		a.log.ErrorContext(c.Request.Context(), "panic",
+			slog.String("request_id", requestID(c)),
+			slog.String("route", routeOf(c)),
+			slog.String("panic", fmt.Sprint(rec)),
+			slog.String("stack", string(debug.Stack())))
+		if c.Writer.Written() {
+			c.Abort()
+			return
+		}
+		a.fail(c, apperr.New(apperr.Internal, "panic"))
+	}()
+	c.Next()
+}
+
+// accessLog writes one structured line per request. It logs the path
+// without its query string (signed URLs and cursors live there) and never
+// any header, so credentials cannot leak into logs.
+func (a *API) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	status := c.Writer.Status()
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("route", routeOf(c)),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.Int("bytes", c.Writer.Size()),
+		slog.String("client_ip", c.ClientIP()),
+	}
+	attrs = append(attrs, a.logAttrsFromContext(c)...)
+	a.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+}
+
+// logAttrsFromContext adds what later middleware learned (the key's public
+// id) to the access log line.
+func (a *API) logAttrsFromContext(c *gin.Context) []slog.Attr {
+	if v, ok := c.Get(ctxLogKeyID); ok {
+		return []slog.Attr{slog.String("key", v.(string))}
+	}
+	return nil
+}
+
+// ctxLogKeyID holds the public id of the authenticated key, for the access log.
+const ctxLogKeyID = "foodsafe.logKeyID"
+
+// strictQuery rejects query strings that do not parse: gin's accessors
+// would otherwise drop the broken pair silently and answer as if the
+// parameter were absent.
+func (a *API) strictQuery(c *gin.Context) {
+	if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
+		a.fail(c, apperr.New(apperr.Invalid, "The query string is malformed: %s.", queryErrorText(err)))
+		return
+	}
+	c.Next()
+}
+
+// queryErrorText keeps the parser's complaint but never echoes more than a
+// short fragment of the client's input.
+func queryErrorText(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}

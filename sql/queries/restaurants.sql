@@ -1,0 +1,8 @@
+-- name: RestaurantUpsert :one
+-- Serves `foodsafe restaurants add`: idempotent; a later call may set or
+-- change the label but never clears it. Uses restaurants_pkey.
+INSERT INTO restaurants (id, name)
+VALUES (sqlc.arg(id), sqlc.narg(name))
+ON CONFLICT (id) DO UPDATE
+    SET name = COALESCE(excluded.name, restaurants.name)
+RETURNING id, name, enabled_at;

@@ -1,0 +1,276 @@
+package tests
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/httpapi"
+	"github.com/foodsafe/foodsafe/internal/server"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
+	"github.com/foodsafe/foodsafe/internal/version"
+)
+
+func TestHealthLive(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/health/live")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.JSONEq(t, `{"status":"ok"}`, string(r.Body))
+}
+
+func TestHealthReady(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/health/ready")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.JSONEq(t, `{"status":"ready"}`, string(r.Body))
+}
+
+// A database that does not answer makes the process not ready: 503
+// dependency-unavailable, within the configured probe timeout.
+func TestHealthReadyDatabaseDown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens here now
+	a := newApp(t,
+		withDatabaseURL("postgres://postgres@"+deadAddr+"/foodsafe?sslmode=disable&connect_timeout=2"),
+		withConfig(func(c *config.Config) { c.ReadyTimeout = 500 * time.Millisecond }))
+
+	r := a.get("/health/ready")
+	p := requireProblem(t, r, http.StatusServiceUnavailable, "dependency-unavailable")
+	require.Equal(t, "/health/ready", p.Instance)
+	require.NotContains(t, string(r.Body), deadAddr, "no connection details in the body")
+
+	// Liveness does not depend on the database.
+	require.Equal(t, http.StatusOK, a.get("/health/live").Status)
+	// The version report still answers; the schema version is unknown.
+	v := a.get("/health/version")
+	require.Equal(t, http.StatusOK, v.Status)
+	require.Contains(t, string(v.Body), `"schemaVersion":null`)
+}
+
+func TestHealthVersion(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/health/version")
+	require.Equal(t, http.StatusOK, r.Status)
+	var v httpapi.VersionReport
+	r.JSON(t, &v)
+	latest, err := store.LatestMigration()
+	require.NoError(t, err)
+	require.NotZero(t, latest)
+	require.NotNil(t, v.SchemaVersion)
+	require.Equal(t, latest, *v.SchemaVersion)
+	require.Equal(t, version.Version, v.Version)
+	require.Equal(t, version.Commit, v.Commit)
+	require.True(t, strings.HasPrefix(v.GoVersion, "go"), v.GoVersion)
+}
+
+func TestUnknownRouteIsProblem(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, path := range []string{"/nope", "/v1/unknown/thing", "/health/live/", "/"} {
+		r := a.get(path)
+		p := requireProblem(t, r, http.StatusNotFound, "not-found")
+		require.Equal(t, path, p.Instance)
+		require.Equal(t, "http://"+strings.TrimPrefix(a.srv.URL, "http://")+"/problems/not-found", p.Type,
+			"base URL derived from the request when FOODSAFE_BASE_URL is unset")
+	}
+}
+
+func TestBaseURLFromConfig(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.BaseURL = "https://api.example.test" }))
+	p := requireProblem(t, a.get("/missing"), http.StatusNotFound, "not-found")
+	require.Equal(t, "https://api.example.test/problems/not-found", p.Type)
+}
+
+func TestWrongMethodIs405WithAllow(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.do(req{Method: http.MethodPost, Path: "/health/live"})
+	requireProblem(t, r, http.StatusMethodNotAllowed, "method-not-allowed")
+	require.Equal(t, "GET", r.Header.Get("Allow"))
+}
+
+func TestPanicIsOpaque500(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRoutes(func(e *gin.Engine) {
+		e.GET("/test/panic", func(*gin.Context) { panic("secret internal state 42") })
+	}))
+	r := a.get("/test/panic", "X-Request-ID", "panic-req-1")
+	p := requireProblem(t, r, http.StatusInternalServerError, "internal-error")
+	require.Equal(t, "panic-req-1", p.RequestID)
+	require.NotContains(t, string(r.Body), "secret internal state")
+	require.NotContains(t, string(r.Body), "goroutine")
+	logs := a.logs.String()
+	require.Contains(t, logs, "secret internal state 42", "panic value logged")
+	require.Contains(t, logs, "foundation_test.go", "stack logged")
+	require.Contains(t, logs, `"request_id":"panic-req-1"`)
+	// The server survives.
+	require.Equal(t, http.StatusOK, a.get("/health/live").Status)
+}
+
+func TestMalformedQueryIs400(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, q := range []string{"a=%zz", "a=%", "x=1;y=2"} {
+		r := a.get("/health/live?" + q)
+		requireProblem(t, r, http.StatusBadRequest, "invalid-request")
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+
+	t.Run("sane value is echoed", func(t *testing.T) {
+		id := strings.Repeat("a", 199) + "~"
+		r := a.get("/nope", "X-Request-ID", id)
+		require.Equal(t, id, r.Header.Get("X-Request-ID"))
+		require.Equal(t, id, r.problem(t).RequestID)
+		ok := a.get("/health/live", "X-Request-ID", "abc-123")
+		require.Equal(t, "abc-123", ok.Header.Get("X-Request-ID"), "echoed on success too")
+	})
+	for name, bad := range map[string]string{
+		"too long":  strings.Repeat("a", 201),
+		"space":     "two words",
+		"non-ascii": "caf\u00e9",
+		"tab":       "a\tb",
+		"empty":     "",
+	} {
+		t.Run("insane value is replaced: "+name, func(t *testing.T) {
+			r := a.get("/nope", "X-Request-ID", bad)
+			got := r.Header.Get("X-Request-ID")
+			require.NotEmpty(t, got)
+			require.NotEqual(t, bad, got)
+			require.Equal(t, got, r.problem(t).RequestID)
+		})
+	}
+	t.Run("generated ids differ", func(t *testing.T) {
+		require.NotEqual(t, a.get("/nope").Header.Get("X-Request-ID"), a.get("/nope").Header.Get("X-Request-ID"))
+	})
+}
+
+// The access log has the route template and never the Authorization header
+// or the query string.
+func TestAccessLogOmitsSecrets(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.get("/health/live?signature=query-secret-value", "Authorization", "Bearer fsk_abcdefghijkl.header-secret-value", "X-Request-ID", "log-1")
+	logs := a.logs.String()
+	require.Contains(t, logs, `"route":"/health/live"`)
+	require.Contains(t, logs, `"request_id":"log-1"`)
+	require.Contains(t, logs, `"status":200`)
+	require.Contains(t, logs, `"duration_ms"`)
+	require.NotContains(t, logs, "header-secret-value")
+	require.NotContains(t, logs, "query-secret-value")
+}
+
+// Cancelling the serve context (what SIGTERM does) lets an in-flight request
+// finish, refuses new connections, then returns.
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.URL(t)
+	st, err := store.Open(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer st.Close()
+	cfg := testConfig(dbURL)
+	h := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: slog.New(slog.DiscardHandler)})
+	started, release := make(chan struct{}), make(chan struct{})
+	h.GET("/test/slow", func(c *gin.Context) {
+		close(started)
+		<-release
+		c.String(http.StatusOK, "finished")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, ln, h, server.Options{
+			ReadHeaderTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+			IdleTimeout: time.Second, ShutdownTimeout: 10 * time.Second,
+		}, slog.New(slog.DiscardHandler))
+	}()
+
+	type result struct {
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := http.Get("http://" + addr + "/test/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		got <- result{string(b), err}
+	}()
+	<-started
+	cancel() // SIGTERM
+	// The listener closes promptly; new connections are refused.
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return false
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	select {
+	case <-served:
+		t.Fatal("Serve returned while a request was in flight")
+	default:
+	}
+	close(release)
+	r := <-got
+	require.NoError(t, r.err)
+	require.Equal(t, "finished", r.body)
+	require.NoError(t, <-served)
+}
+
+// A request that outlives the drain timeout is cut off and Serve returns.
+func TestGracefulShutdownIsBounded(t *testing.T) {
+	t.Parallel()
+	h := gin.New()
+	inFlight := make(chan struct{})
+	h.GET("/hang", func(c *gin.Context) {
+		close(inFlight)
+		<-c.Request.Context().Done()
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Serve(ctx, ln, h, server.Options{ShutdownTimeout: 200 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	}()
+	go http.Get("http://" + ln.Addr().String() + "/hang") //nolint:errcheck
+	<-inFlight
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-served:
+		require.NoError(t, err, "a forced close after the drain timeout is not an error")
+		require.GreaterOrEqual(t, time.Since(began), 200*time.Millisecond, "waited for the drain timeout first")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the drain timeout")
+	}
+}

@@ -1,0 +1,210 @@
+// Package tests holds black-box tests: a real HTTP server (our own router on
+// httptest) in front of a real, freshly migrated PostgreSQL database.
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/httpapi"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// logBuffer collects the service's JSON log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// app is one service instance under test.
+type app struct {
+	t      testing.TB
+	cfg    config.Config
+	store  *store.Store
+	engine *gin.Engine
+	srv    *httptest.Server
+	logs   *logBuffer
+}
+
+type appOption func(*appOptions)
+
+type appOptions struct {
+	cfg       func(*config.Config)
+	dbURL     string
+	preStart  func(*gin.Engine)
+	skipStart bool
+}
+
+// withConfig adjusts the configuration before the app is built.
+func withConfig(f func(*config.Config)) appOption {
+	return func(o *appOptions) { o.cfg = f }
+}
+
+// withDatabaseURL points the app at a given database instead of a fresh one.
+func withDatabaseURL(u string) appOption { return func(o *appOptions) { o.dbURL = u } }
+
+// withRoutes lets a test add routes (e.g. one that panics) before serving.
+func withRoutes(f func(*gin.Engine)) appOption { return func(o *appOptions) { o.preStart = f } }
+
+// testConfig is the configuration every test app starts from.
+func testConfig(dbURL string) config.Config {
+	cfg, err := config.Load()
+	if err != nil {
+		panic(err)
+	}
+	cfg.DatabaseURL = dbURL
+	cfg.BaseURL = ""
+	return cfg
+}
+
+func newApp(t testing.TB, opts ...appOption) *app {
+	t.Helper()
+	var o appOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.dbURL == "" {
+		o.dbURL = testdb.URL(t)
+	}
+	cfg := testConfig(o.dbURL)
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	st, err := store.Open(context.Background(), cfg.DatabaseURL)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	logs := &logBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log})
+	if o.preStart != nil {
+		o.preStart(e)
+	}
+	a := &app{t: t, cfg: cfg, store: st, engine: e, logs: logs}
+	a.srv = httptest.NewServer(e)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// response is a fully read HTTP response.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on malformed JSON.
+func (r response) JSON(t testing.TB, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.Body, v), "body: %s", r.Body)
+}
+
+// problem decodes and sanity-checks a problem document.
+func (r response) problem(t testing.TB) problemDoc {
+	t.Helper()
+	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"), "body: %s", r.Body)
+	var p problemDoc
+	r.JSON(t, &p)
+	require.Equal(t, r.Status, p.Status, "status member matches the HTTP status")
+	require.NotEmpty(t, p.Title)
+	require.NotEmpty(t, p.Detail)
+	require.NotEmpty(t, p.RequestID)
+	require.Equal(t, r.Header.Get("X-Request-ID"), p.RequestID)
+	return p
+}
+
+type problemDoc struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail"`
+	Instance  string `json:"instance"`
+	RequestID string `json:"requestId"`
+	Errors    []struct {
+		Pointer   string `json:"pointer"`
+		Parameter string `json:"parameter"`
+		Detail    string `json:"detail"`
+	} `json:"errors"`
+}
+
+// suffix is the problem type without its base URL.
+func (p problemDoc) suffix() string {
+	i := strings.LastIndex(p.Type, "/problems/")
+	if i < 0 {
+		return p.Type
+	}
+	return p.Type[i+len("/problems/"):]
+}
+
+// requireProblem asserts status and problem type suffix, returning the doc.
+func requireProblem(t testing.TB, r response, status int, suffix string) problemDoc {
+	t.Helper()
+	require.Equal(t, status, r.Status, "body: %s", r.Body)
+	p := r.problem(t)
+	require.Equal(t, suffix, p.suffix(), "problem type; body: %s", r.Body)
+	return p
+}
+
+// req describes one request.
+type req struct {
+	Method string
+	Path   string
+	Header map[string]string
+	Body   io.Reader
+}
+
+// do sends a request to the app and reads the whole response.
+func (a *app) do(r req) response {
+	a.t.Helper()
+	if r.Method == "" {
+		r.Method = http.MethodGet
+	}
+	hr, err := http.NewRequest(r.Method, a.srv.URL+r.Path, r.Body)
+	require.NoError(a.t, err)
+	for k, v := range r.Header {
+		hr.Header.Set(k, v)
+	}
+	res, err := a.srv.Client().Do(hr)
+	require.NoError(a.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(a.t, err)
+	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// get is do for a bodiless GET with optional headers as key, value pairs.
+func (a *app) get(path string, kv ...string) response {
+	a.t.Helper()
+	h := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h[kv[i]] = kv[i+1]
+	}
+	return a.do(req{Path: path, Header: h})
+}
