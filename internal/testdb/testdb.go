@@ -15,7 +15,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -74,7 +73,6 @@ func Main(m *testing.M) int {
 
 // Source reports which server the harness uses, for test logs.
 func Source() string {
-	resolveServer()
 	switch {
 	case os.Getenv("TEST_DATABASE_URL") != "":
 		return "TEST_DATABASE_URL"
@@ -125,7 +123,12 @@ func Pool(t testing.TB) *pgxpool.Pool {
 }
 
 func resolveServer() {
-	serverOnce.Do(func() { serverURL, serverErr = findServer() })
+	serverOnce.Do(func() {
+		serverURL, serverErr = findServer()
+		if serverErr == nil {
+			fmt.Fprintf(os.Stderr, "testdb: PostgreSQL from %s\n", Source())
+		}
+	})
 }
 
 func findServer() (string, error) {
@@ -135,21 +138,36 @@ func findServer() (string, error) {
 		}
 		return u, nil
 	}
-	var dockerErr error
 	if dockerAvailable() {
 		u, err := startContainer()
-		if err == nil {
-			return u, nil
+		if err != nil {
+			// Falling back to another server here would hide a broken
+			// Docker setup behind green tests.
+			return "", fmt.Errorf("a Docker engine answered but the PostgreSQL container (image %s) did not become ready: %w; "+
+				"fix Docker (inside some sandboxes set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1), or set TEST_DATABASE_URL", image(), err)
 		}
-		dockerErr = err
+		return u, nil
 	}
-	if err := ping(localURL); err == nil {
-		return localURL, nil
-	} else if dockerErr != nil {
-		return "", fmt.Errorf("a Docker engine answered but the PostgreSQL container failed (%v), and no local server answers at 127.0.0.1:5432 (%v); set TEST_DATABASE_URL", dockerErr, err)
+	if err := ping(localURL); err != nil {
+		return "", fmt.Errorf("no PostgreSQL for tests: set TEST_DATABASE_URL to a server the tests may create databases on, "+
+			"or start a Docker engine (testcontainers), or run PostgreSQL on 127.0.0.1:5432 with user postgres and trust auth (%v)", err)
 	}
-	return "", errors.New("no PostgreSQL for tests: set TEST_DATABASE_URL to a server the tests may create databases on, " +
-		"or start a Docker engine (testcontainers), or run PostgreSQL on 127.0.0.1:5432 with user postgres and trust auth")
+	return localURL, nil
+}
+
+// startupTimeout bounds the wait for the container's first successful query.
+func startupTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("TEST_POSTGRES_STARTUP_TIMEOUT")); err == nil {
+		return d
+	}
+	return 2 * time.Minute
+}
+
+func image() string {
+	if i := os.Getenv("TEST_POSTGRES_IMAGE"); i != "" {
+		return i
+	}
+	return defaultImage
 }
 
 func dockerAvailable() bool {
@@ -167,12 +185,8 @@ func dockerAvailable() bool {
 func startContainer() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	image := os.Getenv("TEST_POSTGRES_IMAGE")
-	if image == "" {
-		image = defaultImage
-	}
 	const user, password, dbname = "postgres", "postgres", "postgres"
-	c, err := tcpostgres.Run(ctx, image,
+	c, err := tcpostgres.Run(ctx, image(),
 		tcpostgres.WithUsername(user),
 		tcpostgres.WithPassword(password),
 		tcpostgres.WithDatabase(dbname),
@@ -182,7 +196,7 @@ func startContainer() (string, error) {
 			wait.ForSQL("5432/tcp", "pgx", func(host string, port network.Port) string {
 				return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", user, password,
 					net.JoinHostPort(host, port.Port()), dbname)
-			}).WithStartupTimeout(2*time.Minute).WithPollInterval(200*time.Millisecond)),
+			}).WithStartupTimeout(startupTimeout()).WithPollInterval(200*time.Millisecond)),
 	)
 	if c != nil {
 		container = c
