@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
+	fsapp "github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/server"
@@ -114,6 +115,7 @@ func TestPanicIsOpaque500(t *testing.T) {
 	r := a.get("/test/panic", "X-Request-ID", "panic-req-1")
 	p := requireProblem(t, r, http.StatusInternalServerError, "internal-error")
 	require.Equal(t, "panic-req-1", p.RequestID)
+	require.Contains(t, a.logs.String(), `"route":"/test/panic","path":"/test/panic","status":500`, "access log sees the 500")
 	require.NotContains(t, string(r.Body), "secret internal state")
 	require.NotContains(t, string(r.Body), "goroutine")
 	logs := a.logs.String()
@@ -184,14 +186,12 @@ func TestAccessLogOmitsSecrets(t *testing.T) {
 // finish, refuses new connections, then returns.
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	t.Parallel()
-	dbURL := testdb.URL(t)
-	st, err := store.Open(context.Background(), dbURL)
+	cfg := testConfig(testdb.URL(t))
+	cfg.ShutdownTimeout = 10 * time.Second
+	svc, err := fsapp.New(context.Background(), cfg, slog.New(slog.DiscardHandler), fsapp.Options{})
 	require.NoError(t, err)
-	defer st.Close()
-	cfg := testConfig(dbURL)
-	h := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: slog.New(slog.DiscardHandler)})
 	started, release := make(chan struct{}), make(chan struct{})
-	h.GET("/test/slow", func(c *gin.Context) {
+	svc.Engine.GET("/test/slow", func(c *gin.Context) {
 		close(started)
 		<-release
 		c.String(http.StatusOK, "finished")
@@ -201,12 +201,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() {
-		served <- server.Serve(ctx, ln, h, server.Options{
-			ReadHeaderTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
-			IdleTimeout: time.Second, ShutdownTimeout: 10 * time.Second,
-		}, slog.New(slog.DiscardHandler))
-	}()
+	go func() { served <- svc.Serve(ctx, ln) }()
 
 	type result struct {
 		body string
@@ -224,7 +219,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		got <- result{string(b), err}
 	}()
 	<-started
-	cancel() // SIGTERM
+	cancel() // what SIGTERM does in `foodsafe serve`
 	// The listener closes promptly; new connections are refused.
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -244,6 +239,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, "finished", r.body)
 	require.NoError(t, <-served)
+	// The app closed its pool after draining.
+	require.Error(t, svc.Store.Ping(context.Background()))
 }
 
 // A request that outlives the drain timeout is cut off and Serve returns.

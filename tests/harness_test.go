@@ -14,17 +14,22 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
+	fsapp "github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/config"
-	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testdb.Main(m)
+	removeCLI()
+	os.Exit(code)
+}
 
 // logBuffer collects the service's JSON log lines for assertions.
 type logBuffer struct {
@@ -46,22 +51,27 @@ func (l *logBuffer) String() string {
 
 // app is one service instance under test.
 type app struct {
-	t      testing.TB
-	cfg    config.Config
-	store  *store.Store
-	engine *gin.Engine
-	srv    *httptest.Server
-	logs   *logBuffer
+	t    testing.TB
+	cfg  config.Config
+	svc  *fsapp.App
+	srv  *httptest.Server
+	logs *logBuffer
 }
+
+// store is the instance's store, for arranging data and checking effects.
+func (a *app) store() *store.Store { return a.svc.Store }
 
 type appOption func(*appOptions)
 
 type appOptions struct {
-	cfg       func(*config.Config)
-	dbURL     string
-	preStart  func(*gin.Engine)
-	skipStart bool
+	cfg      func(*config.Config)
+	dbURL    string
+	preStart func(*gin.Engine)
+	now      func() time.Time
 }
+
+// withClock replaces the service's clock.
+func withClock(now func() time.Time) appOption { return func(o *appOptions) { o.now = now } }
 
 // withConfig adjusts the configuration before the app is built.
 func withConfig(f func(*config.Config)) appOption {
@@ -82,6 +92,9 @@ func testConfig(dbURL string) config.Config {
 	}
 	cfg.DatabaseURL = dbURL
 	cfg.BaseURL = ""
+	cfg.RedisURL = ""
+	// Budgets large enough that only rate-limit tests meet them.
+	cfg.RateLimit = 100000
 	return cfg
 }
 
@@ -98,18 +111,21 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
-	st, err := store.Open(context.Background(), cfg.DatabaseURL)
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
 	logs := &logBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log})
+	svc, err := fsapp.New(context.Background(), cfg, log, fsapp.Options{Now: o.now})
+	require.NoError(t, err)
 	if o.preStart != nil {
-		o.preStart(e)
+		o.preStart(svc.Engine)
 	}
-	a := &app{t: t, cfg: cfg, store: st, engine: e, logs: logs}
-	a.srv = httptest.NewServer(e)
-	t.Cleanup(a.srv.Close)
+	a := &app{t: t, cfg: cfg, svc: svc, logs: logs}
+	a.srv = httptest.NewServer(svc.Engine)
+	t.Cleanup(func() {
+		a.srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Close(ctx) // idempotent: tests may have closed it already
+	})
 	return a
 }
 

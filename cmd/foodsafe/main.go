@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -34,7 +35,7 @@ func usagef(format string, args ...any) error {
 
 // run executes one command line and returns the exit status; tests call it
 // directly with their own streams.
-func run(ctx context.Context, args []string, stdout, stderr *os.File) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "foodsafe",
 		Short:         "Partner API of the restaurant food-safety records service",
@@ -45,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr *os.File) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(serveCmd(), migrateCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd())
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -5,8 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/foodsafe/foodsafe/internal/httpapi"
-	"github.com/foodsafe/foodsafe/internal/server"
+	"github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -22,26 +21,19 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := store.Open(ctx, cfg.DatabaseURL)
+			log.Info("starting", "version", version.Version, "commit", version.Commit,
+				"database", store.RedactURL(cfg.DatabaseURL), "rate_limit_per_minute", cfg.RateLimit,
+				"rate_limit_shared", cfg.RedisURL != "")
+			a, err := app.New(ctx, cfg, log, app.Options{})
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			log.Info("starting", "version", version.Version, "commit", version.Commit,
-				"database", store.RedactURL(cfg.DatabaseURL))
-
-			h := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log})
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
+				a.Store.Close()
 				return err
 			}
-			return server.Serve(ctx, ln, h, server.Options{
-				ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-				ReadTimeout:       cfg.ReadTimeout,
-				WriteTimeout:      cfg.WriteTimeout,
-				IdleTimeout:       cfg.IdleTimeout,
-				ShutdownTimeout:   cfg.ShutdownTimeout,
-			}, log)
+			return a.Serve(ctx, ln)
 		},
 	}
 }

@@ -101,3 +101,10 @@ func CodeOf(err error) Code {
 	}
 	return Internal
 }
+
+// WithCause returns a copy of e carrying cause for the logs.
+func (e *Error) WithCause(cause error) *Error {
+	c := *e
+	c.Cause = cause
+	return &c
+}

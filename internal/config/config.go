@@ -36,6 +36,22 @@ type Config struct {
 	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s"`
 	// ReadyTimeout bounds the database probe of /health/ready.
 	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s"`
+
+	// RateLimit is the request budget per key (and per client IP for
+	// unauthenticated requests), per minute.
+	RateLimit int `env:"FOODSAFE_RATE_LIMIT" envDefault:"300"`
+	// RedisURL, when set, shares rate-limit budgets between processes.
+	RedisURL string `env:"REDIS_URL"`
+	// RedisPrefix namespaces the limiter's Redis keys.
+	RedisPrefix string `env:"FOODSAFE_REDIS_PREFIX" envDefault:"foodsafe:ratelimit"`
+
+	// AuditFlushInterval is the longest an audit event waits in memory.
+	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s"`
+	// AuditBatchSize flushes early once this many events are queued.
+	AuditBatchSize int `env:"FOODSAFE_AUDIT_BATCH_SIZE" envDefault:"500"`
+	// AuditBufferSize bounds queued events; beyond it events are dropped
+	// (and the drop is logged) instead of blocking requests.
+	AuditBufferSize int `env:"FOODSAFE_AUDIT_BUFFER_SIZE" envDefault:"10000"`
 }
 
 // Load reads the environment.

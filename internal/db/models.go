@@ -5,16 +5,58 @@
 package db
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
+
+// Partner API keys (fsk_<public_id>.<secret>). Looked up by public_id on every request; no cache, so revocation is immediate on every server.
+type ApiKey struct {
+	ID int64
+	// Public half of the key; safe to quote in support conversations and logs.
+	PublicID string
+	// SHA-256 of the secret half (32 random bytes), compared in constant time.
+	SecretSha256 []byte
+	Label        string
+	CreatedAt    time.Time
+	// Optional expiry; the key answers 401 from this instant on.
+	ExpiresAt *time.Time
+	// Set by `foodsafe keys revoke`; the key answers 401 from this instant on.
+	RevokedAt *time.Time
+}
+
+// Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only.
+type AuditEvent struct {
+	ID         int64
+	OccurredAt time.Time
+	// Public id of the key (or of the key behind a session token). On a failed authentication, the public id the caller presented, if the credential was well-formed.
+	KeyPublicID *string
+	// restaurantId path parameter as requested, whether or not the key was granted it.
+	RestaurantID *string
+	Method       string
+	// Route template (e.g. /v1/restaurants/:restaurantId/deliveries), "(unmatched)" for unknown paths.
+	Route     string
+	Status    int16
+	RequestID string
+	ClientIp  *netip.Addr
+	// Why authentication failed (missing, malformed, unknown, revoked, expired, no-grants), or rate-limited; null otherwise.
+	Outcome *string
+}
 
 type GooseDbVersion struct {
 	ID        int32
 	VersionID int64
 	IsApplied bool
 	Tstamp    pgtype.Timestamp
+}
+
+// Scopes a key holds per restaurant. Scope names are validated against the catalog by the application; the CHECK only guards the shape.
+type KeyGrant struct {
+	KeyID        int64
+	RestaurantID string
+	Scope        string
+	GrantedAt    time.Time
 }
 
 // Restaurants enabled for capture. A key can only be granted an enabled restaurant. Only data captured after enabled_at is held; enabled_at is never exposed by the API.

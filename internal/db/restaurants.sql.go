@@ -30,3 +30,28 @@ func (q *Queries) RestaurantUpsert(ctx context.Context, arg RestaurantUpsertPara
 	err := row.Scan(&i.ID, &i.Name, &i.EnabledAt)
 	return i, err
 }
+
+const restaurantsExisting = `-- name: RestaurantsExisting :many
+SELECT id FROM restaurants WHERE id = ANY ($1::text[])
+`
+
+// Serves grant validation: which of these ids are enabled. restaurants_pkey.
+func (q *Queries) RestaurantsExisting(ctx context.Context, ids []string) ([]string, error) {
+	rows, err := q.db.Query(ctx, restaurantsExisting, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

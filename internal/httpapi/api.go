@@ -6,31 +6,44 @@ package httpapi
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 // Deps are the collaborators of the HTTP layer.
 type Deps struct {
-	Config config.Config
-	Store  *store.Store
-	Log    *slog.Logger
+	Config  config.Config
+	Store   *store.Store
+	Log     *slog.Logger
+	Audit   *audit.Writer
+	Limiter *ratelimit.Limiter
+	// Now is the clock (injected by tests); time.Now when nil.
+	Now func() time.Time
 }
 
 // API holds the dependencies shared by handlers and middleware.
 type API struct {
-	cfg   config.Config
-	store *store.Store
-	log   *slog.Logger
+	cfg     config.Config
+	store   *store.Store
+	log     *slog.Logger
+	audit   *audit.Writer
+	limiter *ratelimit.Limiter
+	now     func() time.Time
 }
 
-// New builds the gin engine with every route of routes().
+// New builds the gin engine with every route of the route table.
 func New(d Deps) *gin.Engine {
-	a := &API{cfg: d.Config, store: d.Store, log: d.Log}
+	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter, now: d.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	// Redirects would answer with HTML bodies and hide client mistakes; an
@@ -43,16 +56,18 @@ func New(d Deps) *gin.Engine {
 	// deployment decision this service does not make for the operator.
 	_ = e.SetTrustedProxies(nil)
 
-	e.Use(withRequestID, a.recoverer, a.accessLog, a.strictQuery)
-	e.NoRoute(func(c *gin.Context) {
+	// Order matters: the access log and the audit trail wrap the recoverer
+	// so they see the 500 a panic becomes.
+	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.strictQuery)
+	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)
 	})
-	e.NoMethod(func(c *gin.Context) {
+	e.NoMethod(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.New(apperr.MethodNotAllowed,
 			"Method %s is not allowed here; see the Allow header.", c.Request.Method))
 	})
 	for _, r := range a.routes() {
-		e.Handle(r.Method, r.Path, r.Handlers...)
+		e.Handle(r.Method, r.Path, a.chain(r)...)
 	}
 	return e
 }

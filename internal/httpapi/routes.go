@@ -2,19 +2,52 @@ package httpapi
 
 import "github.com/gin-gonic/gin"
 
+// access says who may call a route and how it is rate limited.
+type access int
+
+const (
+	// accessHealth: no authentication, never rate limited.
+	accessHealth access = iota
+	// accessOpen: no authentication, limited per client IP.
+	accessOpen
+	// accessPartner: bearer key (or session token), limited per key.
+	accessPartner
+)
+
 // route is one entry of the route table: the single list that registers
-// handlers (and, later, documents them).
+// handlers (and documents them).
 type route struct {
-	Method   string
-	Path     string
-	Handlers []gin.HandlerFunc
+	Method string
+	Path   string
+	Access access
+	// Need, for routes under /v1/restaurants/:restaurantId, names the scopes
+	// the request needs on that restaurant.
+	Need    needFunc
+	Handler gin.HandlerFunc
 }
 
 // routes is the route table of the service.
 func (a *API) routes() []route {
 	return []route{
-		{Method: "GET", Path: "/health/live", Handlers: []gin.HandlerFunc{a.healthLive}},
-		{Method: "GET", Path: "/health/ready", Handlers: []gin.HandlerFunc{a.healthReady}},
-		{Method: "GET", Path: "/health/version", Handlers: []gin.HandlerFunc{a.healthVersion}},
+		{Method: "GET", Path: "/health/live", Access: accessHealth, Handler: a.healthLive},
+		{Method: "GET", Path: "/health/ready", Access: accessHealth, Handler: a.healthReady},
+		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion},
+
+		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList},
 	}
+}
+
+// chain is the handler list of a route: access control, then the handler.
+func (a *API) chain(r route) []gin.HandlerFunc {
+	var hs []gin.HandlerFunc
+	switch r.Access {
+	case accessOpen:
+		hs = append(hs, a.limitOpen)
+	case accessPartner:
+		hs = append(hs, a.authenticate)
+		if r.Need != nil {
+			hs = append(hs, a.authorize(r.Need))
+		}
+	}
+	return append(hs, r.Handler)
 }

@@ -6,3 +6,7 @@ VALUES (sqlc.arg(id), sqlc.narg(name))
 ON CONFLICT (id) DO UPDATE
     SET name = COALESCE(excluded.name, restaurants.name)
 RETURNING id, name, enabled_at;
+
+-- name: RestaurantsExisting :many
+-- Serves grant validation: which of these ids are enabled. restaurants_pkey.
+SELECT id FROM restaurants WHERE id = ANY (sqlc.arg(ids)::text[]);

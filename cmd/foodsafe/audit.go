@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+func auditCmd() *cobra.Command {
+	var key, restaurant, since string
+	var limit int32
+	cmd := &cobra.Command{
+		Use:   "audit [--key PUBLIC_ID] [--restaurant ID] [--since DURATION] [--limit N]",
+		Short: "Print recent audit events, newest first",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := parseDuration(since)
+			if err != nil {
+				return usageError{err}
+			}
+			if limit < 1 || limit > 100000 {
+				return usagef("--limit must be between 1 and 100000")
+			}
+			st, err := openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			events, err := st.AuditRecent(cmd.Context(), store.AuditFilter{
+				KeyPublicID: key, RestaurantID: restaurant, Since: time.Now().Add(-d), Limit: limit})
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TIME\tKEY\tRESTAURANT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tCLIENT_IP\tREQUEST_ID")
+			for _, e := range events {
+				ip := "-"
+				if e.ClientIP.IsValid() {
+					ip = e.ClientIP.String()
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339Nano),
+					dash(e.KeyPublicID), dash(e.RestaurantID), e.Method, e.Route, e.Status, dash(e.Outcome), ip, e.RequestID)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "only events of this key public id")
+	cmd.Flags().StringVar(&restaurant, "restaurant", "", "only events on this restaurant")
+	cmd.Flags().StringVar(&since, "since", "24h", "how far back, e.g. 15m, 24h, 7d")
+	cmd.Flags().Int32Var(&limit, "limit", 100, "at most this many events")
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,83 @@
+// Package app assembles the service from a Config: pool, rate limiter,
+// audit writer and HTTP engine, and takes them down in the right order. The
+// serve command and the tests build the service through it, so tests run
+// exactly what production runs.
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/httpapi"
+	"github.com/foodsafe/foodsafe/internal/ratelimit"
+	"github.com/foodsafe/foodsafe/internal/server"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+// App is a running service instance.
+type App struct {
+	Config  config.Config
+	Store   *store.Store
+	Engine  *gin.Engine
+	Audit   *audit.Writer
+	Limiter *ratelimit.Limiter
+	log     *slog.Logger
+}
+
+// Options carry what only tests change.
+type Options struct {
+	// Now replaces the clock.
+	Now func() time.Time
+}
+
+// New builds the service. Nothing here needs the database to be up.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*App, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
+		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
+	})
+	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim, Now: o.Now})
+	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
+}
+
+// Close flushes the audit trail and releases connections. Call it after
+// the HTTP server has drained, so no handler can still record events.
+func (a *App) Close(ctx context.Context) error {
+	err := a.Audit.Close(ctx)
+	if err != nil {
+		a.log.Error("audit flush on shutdown incomplete", "error", err)
+	}
+	err = errors.Join(err, a.Limiter.Close())
+	a.Store.Close()
+	return err
+}
+
+// Serve answers on ln until ctx ends, drains, then closes the app.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	c := a.Config
+	err := server.Serve(ctx, ln, a.Engine, server.Options{
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		ShutdownTimeout:   c.ShutdownTimeout,
+	}, a.log)
+	cctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(err, a.Close(cctx))
+}

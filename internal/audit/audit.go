@@ -1,0 +1,153 @@
+// Package audit records who called what, off the request path. Requests
+// hand events to a bounded buffer; one goroutine writes them in batches
+// (COPY) every FlushInterval or BatchSize events, and Close drains the
+// buffer during graceful shutdown.
+//
+// When the buffer is full (the database has been unreachable for a while)
+// new events are dropped and counted rather than blocking requests: the
+// service keeps serving, and the drop count is logged on every failed or
+// successful flush until it is reported.
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Event is one audited request. It never holds a secret.
+type Event struct {
+	At           time.Time
+	KeyPublicID  string
+	RestaurantID string
+	Method       string
+	Route        string
+	Status       int
+	RequestID    string
+	ClientIP     netip.Addr
+	// Outcome explains a refusal (auth failure reason, rate-limited).
+	Outcome string
+}
+
+// Sink persists a batch of events.
+type Sink func(ctx context.Context, events []Event) error
+
+// Options tune the writer.
+type Options struct {
+	FlushInterval time.Duration
+	BatchSize     int
+	BufferSize    int
+}
+
+// Writer batches events to a Sink.
+type Writer struct {
+	sink    Sink
+	log     *slog.Logger
+	opts    Options
+	ch      chan Event
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	dropped atomic.Int64
+	// failing is set after a failed flush: size-triggered flushes wait for
+	// the next tick instead of hammering an unavailable database.
+	failing bool
+}
+
+// NewWriter starts the background writer.
+func NewWriter(sink Sink, log *slog.Logger, o Options) *Writer {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = 10000
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = time.Second
+	}
+	w := &Writer{sink: sink, log: log, opts: o,
+		ch: make(chan Event, o.BufferSize), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Record queues an event without blocking.
+func (w *Writer) Record(e Event) {
+	select {
+	case w.ch <- e:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+// Close flushes everything queued and stops the writer, waiting at most
+// until ctx ends. Events recorded after Close are dropped.
+func (w *Writer) Close(ctx context.Context) error {
+	w.once.Do(func() { close(w.stop) })
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	batch := make([]Event, 0, w.opts.BatchSize)
+	for {
+		select {
+		case e := <-w.ch:
+			batch = append(batch, e)
+			if len(batch) >= w.opts.BatchSize && !w.failing {
+				batch = w.flush(batch)
+			}
+		case <-t.C:
+			batch = w.flush(batch)
+		case <-w.stop:
+			for {
+				select {
+				case e := <-w.ch:
+					batch = append(batch, e)
+					if len(batch) >= w.opts.BatchSize {
+						batch = w.flush(batch)
+					}
+				default:
+					w.flush(batch)
+					return
+				}
+			}
+		}
+	}
+}
+
+// flush writes the batch and returns the slice to reuse. A failed batch is
+// kept for the next attempt while it fits the buffer size; beyond that it is
+// dropped and counted.
+func (w *Writer) flush(batch []Event) []Event {
+	if len(batch) == 0 {
+		return batch
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := w.sink(ctx, batch)
+	w.failing = err != nil
+	if err != nil {
+		if len(batch) < w.opts.BufferSize {
+			w.log.Error("audit flush failed; will retry", "events", len(batch), "error", err)
+			return batch
+		}
+		w.dropped.Add(int64(len(batch)))
+		w.log.Error("audit flush failed; batch dropped", "events", len(batch), "dropped_total", w.dropped.Load(), "error", err)
+		return batch[:0]
+	}
+	if d := w.dropped.Swap(0); d > 0 {
+		w.log.Error("audit events were dropped while the buffer was full", "dropped", d)
+	}
+	return batch[:0]
+}

@@ -1,0 +1,108 @@
+package auth
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Grant is what a key holds for one restaurant.
+type Grant struct {
+	RestaurantID string
+	Scopes       []string
+}
+
+// KeyRecord is a stored key as the resolver needs it.
+type KeyRecord struct {
+	ID           int64
+	PublicID     string
+	SecretDigest []byte
+	ExpiresAt    *time.Time
+	RevokedAt    *time.Time
+	Grants       []Grant
+}
+
+// Principal is an authenticated caller: a key, or a session token acting
+// for a key, with the grants it may use on this request.
+type Principal struct {
+	KeyID       int64
+	KeyPublicID string
+	// SessionID is set when the caller presented a session token.
+	SessionID int64
+	grants    map[string][]string
+}
+
+// NewPrincipal indexes grants by restaurant, scopes sorted and unique.
+func NewPrincipal(keyID int64, publicID string, grants []Grant) *Principal {
+	m := make(map[string][]string, len(grants))
+	for _, g := range grants {
+		m[g.RestaurantID] = append(m[g.RestaurantID], g.Scopes...)
+	}
+	for r, s := range m {
+		sort.Strings(s)
+		m[r] = slices.Compact(s)
+	}
+	return &Principal{KeyID: keyID, KeyPublicID: publicID, grants: m}
+}
+
+// HasRestaurant reports whether any grant names the restaurant.
+func (p *Principal) HasRestaurant(restaurantID string) bool {
+	_, ok := p.grants[restaurantID]
+	return ok
+}
+
+// Can reports whether the principal holds scope for the restaurant.
+func (p *Principal) Can(restaurantID, scope string) bool {
+	_, ok := slices.BinarySearch(p.grants[restaurantID], scope)
+	return ok
+}
+
+// Scopes lists the scopes held for a restaurant, sorted.
+func (p *Principal) Scopes(restaurantID string) []string {
+	return slices.Clone(p.grants[restaurantID])
+}
+
+// Grants lists every grant, restaurants sorted, scopes sorted.
+func (p *Principal) Grants() []Grant {
+	out := make([]Grant, 0, len(p.grants))
+	for r, s := range p.grants {
+		out = append(out, Grant{RestaurantID: r, Scopes: slices.Clone(s)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RestaurantID < out[j].RestaurantID })
+	return out
+}
+
+// Empty reports a principal with no grants at all (spec 5.3: 401).
+func (p *Principal) Empty() bool { return len(p.grants) == 0 }
+
+// Reason says why a credential was refused. It goes to logs and the audit
+// trail, never to the client (all of them are the same 401).
+type Reason string
+
+// The reasons a credential is refused.
+const (
+	ReasonMissing   Reason = "missing"
+	ReasonMalformed Reason = "malformed"
+	ReasonUnknown   Reason = "unknown"
+	ReasonRevoked   Reason = "revoked"
+	ReasonExpired   Reason = "expired"
+	ReasonNoGrants  Reason = "no-grants"
+)
+
+// Check validates a stored key against a presented credential at time now.
+func (k *KeyRecord) Check(c Credential, now time.Time) (*Principal, Reason) {
+	if !c.Matches(k.SecretDigest) {
+		return nil, ReasonUnknown
+	}
+	if k.RevokedAt != nil && !k.RevokedAt.After(now) {
+		return nil, ReasonRevoked
+	}
+	if k.ExpiresAt != nil && !k.ExpiresAt.After(now) {
+		return nil, ReasonExpired
+	}
+	p := NewPrincipal(k.ID, k.PublicID, k.Grants)
+	if p.Empty() {
+		return nil, ReasonNoGrants
+	}
+	return p, ""
+}

@@ -1,0 +1,155 @@
+// Package ratelimit counts requests per bucket (a key, or a client IP) in
+// fixed one-minute windows with github.com/ulule/limiter/v3: in memory by
+// default, in Redis when configured so several server processes share one
+// budget.
+//
+// When Redis fails (down at start-up, or later), the limiter falls back to
+// its in-memory store for that process and retries Redis after a short
+// cooldown. Requests keep being served and keep being limited, per process
+// instead of shared, rather than failing (a rate limiter must not take the
+// API down) or going unlimited (which would let key guessing through).
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	"github.com/ulule/limiter/v3/drivers/store/memory"
+	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
+)
+
+const (
+	// redisTimeout bounds one Redis round trip on the request path.
+	redisTimeout = 250 * time.Millisecond
+	// cooldown is how long a failed Redis is left alone.
+	cooldown = 5 * time.Second
+)
+
+// Result is the state of a bucket after counting one request.
+type Result struct {
+	Limit     int64
+	Remaining int64
+	Reset     time.Time
+	Reached   bool
+}
+
+// Limiter counts requests per bucket.
+type Limiter struct {
+	rate   limiter.Rate
+	local  limiter.Store
+	client *redis.Client
+	prefix string
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	shared    limiter.Store
+	downUntil time.Time
+}
+
+// New builds a limiter of perMinute requests per bucket per minute. With a
+// redisURL the budget is shared through Redis under prefix.
+func New(perMinute int, redisURL, prefix string, log *slog.Logger) (*Limiter, error) {
+	if perMinute < 1 {
+		return nil, fmt.Errorf("FOODSAFE_RATE_LIMIT must be at least 1, got %d", perMinute)
+	}
+	l := &Limiter{
+		rate:   limiter.Rate{Period: time.Minute, Limit: int64(perMinute)},
+		local:  memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: prefix, CleanUpInterval: time.Minute}),
+		prefix: prefix,
+		log:    log,
+	}
+	if redisURL != "" {
+		opts, err := redis.ParseURL(redisURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		// Fail fast: a slow Redis must not become a slow API.
+		opts.DialTimeout = redisTimeout
+		opts.ReadTimeout = redisTimeout
+		opts.WriteTimeout = redisTimeout
+		opts.PoolTimeout = redisTimeout
+		opts.MaxRetries = -1 // no retries; the fallback is the retry
+		l.client = redis.NewClient(opts)
+	}
+	return l, nil
+}
+
+// Shared reports whether the limiter is configured to use Redis.
+func (l *Limiter) Shared() bool { return l.client != nil }
+
+// Close releases the Redis client.
+func (l *Limiter) Close() error {
+	if l.client != nil {
+		return l.client.Close()
+	}
+	return nil
+}
+
+// Take counts one request against bucket and reports the bucket's state.
+func (l *Limiter) Take(ctx context.Context, bucket string) Result {
+	if st := l.sharedStore(ctx); st != nil {
+		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		c, err := st.Get(rctx, bucket, l.rate)
+		cancel()
+		if err == nil {
+			return result(c)
+		}
+		l.markDown(err)
+	}
+	c, _ := l.local.Get(ctx, bucket, l.rate) // the memory store never fails
+	return result(c)
+}
+
+// sharedStore returns the Redis store, creating it on first use (its
+// constructor needs Redis up), or nil while Redis is unconfigured or
+// cooling down after a failure.
+func (l *Limiter) sharedStore(ctx context.Context) limiter.Store {
+	if l.client == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Now().Before(l.downUntil) {
+		return nil
+	}
+	if l.shared == nil {
+		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		defer cancel()
+		if err := l.client.Ping(rctx).Err(); err != nil {
+			l.markDownLocked(err)
+			return nil
+		}
+		st, err := sredis.NewStoreWithOptions(l.client, limiter.StoreOptions{Prefix: l.prefix})
+		if err != nil {
+			l.markDownLocked(err)
+			return nil
+		}
+		l.shared = st
+		l.log.Info("rate limiter using Redis")
+	}
+	return l.shared
+}
+
+func (l *Limiter) markDown(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.markDownLocked(err)
+}
+
+func (l *Limiter) markDownLocked(err error) {
+	if time.Now().Before(l.downUntil) {
+		return
+	}
+	l.downUntil = time.Now().Add(cooldown)
+	l.log.Warn("rate limiter: Redis unavailable; limiting per process in memory",
+		"retry_in", cooldown.String(), "error", err)
+}
+
+func result(c limiter.Context) Result {
+	return Result{Limit: c.Limit, Remaining: c.Remaining, Reset: time.Unix(c.Reset, 0), Reached: c.Reached}
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/db"
+)
+
+// AuditInsert writes a batch of audit events with COPY.
+func (s *Store) AuditInsert(ctx context.Context, events []audit.Event) error {
+	rows := make([]db.AuditInsertParams, len(events))
+	for i, e := range events {
+		rows[i] = db.AuditInsertParams{
+			OccurredAt:   e.At,
+			KeyPublicID:  nonEmpty(e.KeyPublicID),
+			RestaurantID: nonEmpty(e.RestaurantID),
+			Method:       e.Method,
+			Route:        e.Route,
+			Status:       int16(e.Status),
+			RequestID:    e.RequestID,
+			Outcome:      nonEmpty(e.Outcome),
+		}
+		if e.ClientIP.IsValid() {
+			ip := e.ClientIP
+			rows[i].ClientIp = &ip
+		}
+	}
+	_, err := s.q.AuditInsert(ctx, rows)
+	return err
+}
+
+// AuditFilter selects events for `foodsafe audit`.
+type AuditFilter struct {
+	KeyPublicID  string
+	RestaurantID string
+	Since        time.Time
+	Limit        int32
+}
+
+// AuditRecent lists events newest first, choosing the query whose index
+// fits the filter.
+func (s *Store) AuditRecent(ctx context.Context, f AuditFilter) ([]audit.Event, error) {
+	var rows []db.AuditEvent
+	var err error
+	switch {
+	case f.KeyPublicID != "":
+		rows, err = s.q.AuditRecentByKey(ctx, db.AuditRecentByKeyParams{
+			KeyPublicID: &f.KeyPublicID, Since: f.Since, RestaurantID: nonEmpty(f.RestaurantID), MaxRows: f.Limit})
+	case f.RestaurantID != "":
+		rows, err = s.q.AuditRecentByRestaurant(ctx, db.AuditRecentByRestaurantParams{
+			RestaurantID: &f.RestaurantID, Since: f.Since, MaxRows: f.Limit})
+	default:
+		rows, err = s.q.AuditRecent(ctx, db.AuditRecentParams{Since: f.Since, MaxRows: f.Limit})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]audit.Event, len(rows))
+	for i, r := range rows {
+		out[i] = audit.Event{At: r.OccurredAt, KeyPublicID: deref(r.KeyPublicID), RestaurantID: deref(r.RestaurantID),
+			Method: r.Method, Route: r.Route, Status: int(r.Status), RequestID: r.RequestID, Outcome: deref(r.Outcome)}
+		if r.ClientIp != nil {
+			out[i].ClientIP = *r.ClientIp
+		}
+	}
+	return out, nil
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+

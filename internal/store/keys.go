@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/db"
+)
+
+// Restaurant is an enabled restaurant.
+type Restaurant struct {
+	ID        string
+	Name      *string
+	EnabledAt time.Time
+}
+
+// RestaurantAdd enables a restaurant; repeating it is harmless.
+func (s *Store) RestaurantAdd(ctx context.Context, id string, name *string) (Restaurant, error) {
+	r, err := s.q.RestaurantUpsert(ctx, db.RestaurantUpsertParams{ID: id, Name: name})
+	if err != nil {
+		return Restaurant{}, err
+	}
+	return Restaurant{ID: r.ID, Name: r.Name, EnabledAt: r.EnabledAt}, nil
+}
+
+// KeyInfo describes a key for administration; it never holds the secret.
+type KeyInfo struct {
+	PublicID  string
+	Label     string
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+	Grants    []auth.Grant
+}
+
+// State is active, revoked or expired at time now.
+func (k KeyInfo) State(now time.Time) string {
+	switch {
+	case k.RevokedAt != nil && !k.RevokedAt.After(now):
+		return "revoked"
+	case k.ExpiresAt != nil && !k.ExpiresAt.After(now):
+		return "expired"
+	case len(k.Grants) == 0:
+		return "no-grants"
+	default:
+		return "active"
+	}
+}
+
+// KeyForAuth loads a key and its grants by public id, or nil when no key
+// has that id.
+func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
+	r, err := s.q.KeyAuthLookup(ctx, publicID)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &auth.KeyRecord{
+		ID: r.ID, PublicID: r.PublicID, SecretDigest: r.SecretSha256,
+		ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
+		Grants: zipGrants(r.GrantRestaurants, r.GrantScopes),
+	}, nil
+}
+
+// zipGrants folds the parallel (restaurant, scope) arrays of a grant query,
+// already sorted by restaurant, into grants.
+func zipGrants(restaurants, scopes []string) []auth.Grant {
+	var out []auth.Grant
+	for i, r := range restaurants {
+		if len(out) == 0 || out[len(out)-1].RestaurantID != r {
+			out = append(out, auth.Grant{RestaurantID: r})
+		}
+		out[len(out)-1].Scopes = append(out[len(out)-1].Scopes, scopes[i])
+	}
+	return out
+}
+
+// KeyCreate stores a new key with its grants in one transaction. Every
+// restaurant must be enabled; otherwise nothing is written.
+func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string, expiresAt *time.Time, grants []auth.Grant) (KeyInfo, error) {
+	var info KeyInfo
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := requireRestaurants(ctx, q, grants); err != nil {
+			return err
+		}
+		k, err := q.KeyInsert(ctx, db.KeyInsertParams{
+			PublicID: issued.PublicID, SecretSha256: issued.Digest, Label: label, ExpiresAt: expiresAt,
+		})
+		if err != nil {
+			return err
+		}
+		for _, g := range grants {
+			if err := q.GrantAdd(ctx, db.GrantAddParams{KeyID: k.ID, RestaurantID: g.RestaurantID, Scopes: g.Scopes}); err != nil {
+				return err
+			}
+		}
+		info = KeyInfo{PublicID: k.PublicID, Label: k.Label, CreatedAt: k.CreatedAt,
+			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, Grants: normaliseGrants(grants)}
+		return nil
+	})
+	return info, err
+}
+
+// KeyList lists every key, oldest first.
+func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
+	rows, err := s.q.KeyList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyInfo, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, KeyInfo{PublicID: r.PublicID, Label: r.Label, CreatedAt: r.CreatedAt,
+			ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt, Grants: zipGrants(r.GrantRestaurants, r.GrantScopes)})
+	}
+	return out, nil
+}
+
+// KeyRevoke revokes a key from now on.
+func (s *Store) KeyRevoke(ctx context.Context, publicID string) (time.Time, error) {
+	t, err := s.q.KeyRevoke(ctx, publicID)
+	if isNoRows(err) {
+		return time.Time{}, apperr.New(apperr.NotFound, "no key with public id %s", publicID)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return *t, nil
+}
+
+// KeyGrant adds grants to an existing key (idempotent per scope).
+func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Grant) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		k, err := keyByPublicID(ctx, q, publicID)
+		if err != nil {
+			return err
+		}
+		if err := requireRestaurants(ctx, q, grants); err != nil {
+			return err
+		}
+		for _, g := range grants {
+			if err := q.GrantAdd(ctx, db.GrantAddParams{KeyID: k.ID, RestaurantID: g.RestaurantID, Scopes: g.Scopes}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// KeyUngrant removes scopes (all of them when scopes is empty) of one
+// restaurant from a key, reporting how many grants went away.
+func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, scopes []string) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		k, err := keyByPublicID(ctx, q, publicID)
+		if err != nil {
+			return err
+		}
+		if len(scopes) == 0 {
+			n, err = q.GrantRemoveRestaurant(ctx, db.GrantRemoveRestaurantParams{KeyID: k.ID, RestaurantID: restaurantID})
+		} else {
+			n, err = q.GrantRemoveScopes(ctx, db.GrantRemoveScopesParams{KeyID: k.ID, RestaurantID: restaurantID, Scopes: scopes})
+		}
+		return err
+	})
+	return n, err
+}
+
+func keyByPublicID(ctx context.Context, q *db.Queries, publicID string) (db.KeyByPublicIDRow, error) {
+	k, err := q.KeyByPublicID(ctx, publicID)
+	if isNoRows(err) {
+		return k, apperr.New(apperr.NotFound, "no key with public id %s", publicID)
+	}
+	return k, err
+}
+
+// requireRestaurants fails with Invalid naming every restaurant that has not
+// been enabled.
+func requireRestaurants(ctx context.Context, q *db.Queries, grants []auth.Grant) error {
+	ids := make([]string, 0, len(grants))
+	for _, g := range grants {
+		ids = append(ids, g.RestaurantID)
+	}
+	found, err := q.RestaurantsExisting(ctx, ids)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, id := range ids {
+		if !slices.Contains(found, id) && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return apperr.New(apperr.Invalid, "restaurant not enabled: %v (run `foodsafe restaurants add ID` first)", missing)
+	}
+	return nil
+}
+
+// normaliseGrants merges grants per restaurant with sorted, unique scopes.
+func normaliseGrants(grants []auth.Grant) []auth.Grant {
+	return auth.NewPrincipal(0, "", grants).Grants()
+}

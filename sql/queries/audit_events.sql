@@ -1,0 +1,32 @@
+-- name: AuditInsert :copyfrom
+-- Serves the audit writer: batches of events through COPY.
+INSERT INTO audit_events (occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: AuditRecent :many
+-- Serves `foodsafe audit` without filters. audit_events_occurred_idx.
+SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
+FROM audit_events
+WHERE occurred_at >= sqlc.arg(since)
+ORDER BY occurred_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: AuditRecentByKey :many
+-- Serves `foodsafe audit --key` (optionally with --restaurant).
+-- audit_events_key_idx.
+SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
+FROM audit_events
+WHERE key_public_id = sqlc.arg(key_public_id)
+  AND occurred_at >= sqlc.arg(since)
+  AND (sqlc.narg(restaurant_id)::text IS NULL OR restaurant_id = sqlc.narg(restaurant_id))
+ORDER BY occurred_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: AuditRecentByRestaurant :many
+-- Serves `foodsafe audit --restaurant`. audit_events_restaurant_idx.
+SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
+FROM audit_events
+WHERE restaurant_id = sqlc.arg(restaurant_id)
+  AND occurred_at >= sqlc.arg(since)
+ORDER BY occurred_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);

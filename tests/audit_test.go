@@ -1,0 +1,96 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+func auditEvents(t testing.TB, a *app) []audit.Event {
+	t.Helper()
+	ev, err := a.store().AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 1000})
+	require.NoError(t, err)
+	return ev
+}
+
+func findEvent(events []audit.Event, requestID string) (audit.Event, bool) {
+	for _, e := range events {
+		if e.RequestID == requestID {
+			return e, true
+		}
+	}
+	return audit.Event{}, false
+}
+
+// The audit writer holds events (flush interval of an hour here) and
+// writes them all when the service shuts down.
+func TestAuditRecordsAndFlushesOnShutdown(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.AuditFlushInterval = time.Hour }))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+
+	require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants", "X-Request-ID", "audit-ok").Status)
+	require.Equal(t, http.StatusUnauthorized, a.getAs("fsk_aaaaaaaaaaaaaaaa."+secretOf(key), "/v1/restaurants", "X-Request-ID", "audit-unknown").Status)
+	require.Equal(t, http.StatusUnauthorized, a.get("/v1/restaurants", "X-Request-ID", "audit-missing").Status)
+	require.Equal(t, http.StatusNotFound, a.get("/nowhere", "X-Request-ID", "audit-404").Status)
+	for i := 0; i < 3; i++ {
+		require.Equal(t, http.StatusOK, a.get("/health/ready", "X-Request-ID", "audit-health").Status)
+		require.Equal(t, http.StatusOK, a.get("/health/live", "X-Request-ID", "audit-health").Status)
+	}
+	require.Empty(t, auditEvents(t, a), "nothing is written before the flush")
+
+	require.NoError(t, a.svc.Close(context.Background()))
+	// The app's pool is closed now; read through a fresh store.
+	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer st.Close()
+	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 100})
+	require.NoError(t, err)
+
+	ok, found := findEvent(events, "audit-ok")
+	require.True(t, found)
+	require.Equal(t, publicID(t, key), ok.KeyPublicID)
+	require.Equal(t, "GET", ok.Method)
+	require.Equal(t, "/v1/restaurants", ok.Route)
+	require.Equal(t, 200, ok.Status)
+	require.Equal(t, "127.0.0.1", ok.ClientIP.String())
+	require.Empty(t, ok.Outcome)
+	require.WithinDuration(t, time.Now(), ok.At, time.Minute)
+
+	unknown, found := findEvent(events, "audit-unknown")
+	require.True(t, found)
+	require.Equal(t, 401, unknown.Status)
+	require.Equal(t, "unknown", unknown.Outcome)
+	require.Equal(t, "aaaaaaaaaaaaaaaa", unknown.KeyPublicID, "the presented public id is kept for support")
+
+	missing, found := findEvent(events, "audit-missing")
+	require.True(t, found)
+	require.Equal(t, "missing", missing.Outcome)
+	require.Empty(t, missing.KeyPublicID)
+
+	nf, found := findEvent(events, "audit-404")
+	require.True(t, found)
+	require.Equal(t, "(unmatched)", nf.Route)
+
+	_, found = findEvent(events, "audit-health")
+	require.False(t, found, "successful health probes are not audited")
+	require.Len(t, events, 4)
+}
+
+func TestAuditFlushesOnInterval(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.AuditFlushInterval = 50 * time.Millisecond }))
+	a.get("/nowhere", "X-Request-ID", "interval-1")
+	require.Eventually(t, func() bool {
+		_, ok := findEvent(auditEvents(t, a), "interval-1")
+		return ok
+	}, 10*time.Second, 25*time.Millisecond)
+}

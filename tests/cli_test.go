@@ -1,0 +1,188 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	cliOnce sync.Once
+	cliDir  string
+	cliPath string
+	cliErr  error
+)
+
+// foodsafeBinary builds cmd/foodsafe once per test run: the CLI is a
+// contract (exit status, stdout vs stderr), so it is tested as operators
+// run it.
+func foodsafeBinary(t testing.TB) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		cliDir, cliErr = os.MkdirTemp("", "foodsafe-cli-")
+		if cliErr != nil {
+			return
+		}
+		cliPath = filepath.Join(cliDir, "foodsafe")
+		out, err := exec.Command("go", "build", "-o", cliPath, "../cmd/foodsafe").CombinedOutput()
+		if err != nil {
+			cliErr = errors.New(string(out))
+		}
+	})
+	require.NoError(t, cliErr, "build cmd/foodsafe")
+	return cliPath
+}
+
+func removeCLI() {
+	if cliDir != "" {
+		_ = os.RemoveAll(cliDir)
+	}
+}
+
+type cliResult struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// cli runs the binary against the app's database.
+func (a *app) cli(args ...string) cliResult {
+	a.t.Helper()
+	cmd := exec.Command(foodsafeBinary(a.t), args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.cfg.DatabaseURL)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(a.t, err)
+	}
+	return cliResult{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+var fullKey = regexp.MustCompile(`^fsk_[a-z0-9]{16}\.[A-Za-z0-9_-]{43}\n$`)
+
+func TestCLIKeyLifecycle(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+
+	r := a.cli("restaurants", "add", "r1", "--name", "Bistro One")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Empty(t, r.Stdout)
+	require.Equal(t, 0, a.cli("restaurants", "add", "r1").Code, "idempotent")
+	require.Equal(t, 0, a.cli("restaurants", "add", "r2").Code)
+
+	// create: the key alone on stdout, everything else on stderr.
+	r = a.cli("keys", "create", "--name", "Acme Accounting", "--grant", "r1=deliveries:read,areas:read", "--expires-in", "30d")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, fullKey, r.Stdout)
+	key := strings.TrimSpace(r.Stdout)
+	pub := publicID(t, key)
+	require.Contains(t, r.Stderr, pub)
+	require.NotContains(t, r.Stderr, secretOf(key))
+
+	// use
+	res := a.getAs(key, "/v1/restaurants")
+	require.Equal(t, http.StatusOK, res.Status)
+	require.JSONEq(t, `{"data":[{"restaurantId":"r1","scopes":["areas:read","deliveries:read"]}]}`, string(res.Body))
+
+	// list, never a secret
+	r = a.cli("keys", "list")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, pub)
+	require.Contains(t, r.Stdout, "Acme Accounting")
+	require.Contains(t, r.Stdout, "active")
+	require.Contains(t, r.Stdout, "r1=areas:read,deliveries:read")
+	require.NotContains(t, r.Stdout+r.Stderr, secretOf(key))
+
+	// grant, ungrant
+	require.Equal(t, 0, a.cli("keys", "grant", pub, "--grant", "r2=fryer-checks:read").Code)
+	require.Contains(t, string(a.getAs(key, "/v1/restaurants").Body), `{"restaurantId":"r2","scopes":["fryer-checks:read"]}`)
+	require.Equal(t, 0, a.cli("keys", "ungrant", pub, "r1=areas:read").Code)
+	require.Equal(t, 0, a.cli("keys", "ungrant", pub, "r2").Code)
+	require.JSONEq(t, `{"data":[{"restaurantId":"r1","scopes":["deliveries:read"]}]}`, string(a.getAs(key, "/v1/restaurants").Body))
+
+	r = a.cli("keys", "list", "--json")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	var views []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
+	require.Len(t, views, 1)
+	require.Equal(t, pub, views[0]["publicId"])
+	require.Equal(t, "active", views[0]["state"])
+	require.NotNil(t, views[0]["expiresAt"])
+
+	// revoke: refused from the next request on
+	r = a.cli("keys", "revoke", pub)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	requireProblem(t, a.getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+	require.Contains(t, a.cli("keys", "list").Stdout, "revoked")
+
+	// audit shows the key's requests, including the refused one
+	require.NoError(t, a.svc.Audit.Close(t.Context()))
+	r = a.cli("audit", "--key", pub)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "/v1/restaurants")
+	require.Contains(t, r.Stdout, "revoked")
+	require.NotContains(t, r.Stdout, secretOf(key))
+}
+
+// Bad input exits 2 with a message on stderr and writes nothing.
+func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	require.Equal(t, 0, a.cli("restaurants", "add", "r1").Code)
+	r := a.cli("keys", "create", "--name", "ok", "--grant", "r1=deliveries:read")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	pub := publicID(t, strings.TrimSpace(r.Stdout))
+
+	cases := map[string][]string{
+		"unknown restaurant":        {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--grant", "nope=deliveries:read"},
+		"unknown scope":             {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read,deliveries:delete"},
+		"scope of unknown coll.":    {"keys", "create", "--name", "x", "--grant", "r1=fridges:read"},
+		"malformed grant":           {"keys", "create", "--name", "x", "--grant", "r1"},
+		"empty scope list":          {"keys", "create", "--name", "x", "--grant", "r1="},
+		"bad restaurant id":         {"keys", "create", "--name", "x", "--grant", "-r1=deliveries:read"},
+		"no grant":                  {"keys", "create", "--name", "x"},
+		"no name":                   {"keys", "create", "--grant", "r1=deliveries:read"},
+		"bad expiry":                {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "soon"},
+		"negative expiry":           {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "-5m"},
+		"unknown flag":              {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--admin"},
+		"grant unknown restaurant":  {"keys", "grant", pub, "--grant", "nope=deliveries:read"},
+		"grant unknown key":         {"keys", "grant", "zzzzzzzzzzzzzzzz", "--grant", "r1=deliveries:read"},
+		"revoke unknown key":        {"keys", "revoke", "zzzzzzzzzzzzzzzz"},
+		"revoke malformed id":       {"keys", "revoke", "fsk_whole.key"},
+		"ungrant unknown scope":     {"keys", "ungrant", pub, "r1=deliveries:nope"},
+		"restaurant bad id":         {"restaurants", "add", "has space"},
+		"restaurant missing id":     {"restaurants", "add"},
+		"unknown command":           {"keyz", "list"},
+		"audit bad since":           {"audit", "--since", "yesterday"},
+		"migrate with extra args":   {"migrate", "now"},
+		"ungrant malformed restaur": {"keys", "ungrant", pub, "=deliveries:read"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := a.cli(args...)
+			require.Equal(t, 2, r.Code, "stdout=%q stderr=%q", r.Stdout, r.Stderr)
+			require.Empty(t, r.Stdout)
+			require.NotEmpty(t, strings.TrimSpace(r.Stderr))
+		})
+	}
+	// Nothing was written: still one key with its one grant.
+	r = a.cli("keys", "list", "--json")
+	var views []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
+	require.Len(t, views, 1)
+	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
+}
