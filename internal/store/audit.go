@@ -81,4 +81,3 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
