@@ -6,7 +6,9 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -15,8 +17,10 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
+	"github.com/foodsafe/foodsafe/internal/schema"
 	"github.com/foodsafe/foodsafe/internal/server"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
@@ -48,11 +52,42 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		st.Close()
 		return nil, err
 	}
+	schemas, err := schema.Load()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	cursorKey, err := secretKey(cfg.CursorKey, "FOODSAFE_CURSOR_KEY", "cursors", log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
 	})
-	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim, Now: o.Now})
+	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
+		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Now: o.Now})
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
+}
+
+// minKeyLen is the shortest accepted signing key.
+const minKeyLen = 32
+
+// secretKey returns the configured signing key, or a random one with a
+// warning: fine for a single dev process, wrong for several servers (they
+// would reject each other's signatures) and lost at restart.
+func secretKey(configured, envName, what string, log *slog.Logger) ([]byte, error) {
+	if configured != "" {
+		if len(configured) < minKeyLen {
+			return nil, fmt.Errorf("%s must be at least %d characters", envName, minKeyLen)
+		}
+		return []byte(configured), nil
+	}
+	k := make([]byte, minKeyLen)
+	_, _ = rand.Read(k)
+	log.Warn(envName+" is not set; generated a random key for this process. "+
+		"Set it (the same value on every server) in production, or "+what+" break across processes and restarts", "variable", envName)
+	return k, nil
 }
 
 // Close flushes the audit trail and releases connections. Call it after

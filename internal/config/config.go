@@ -45,6 +45,14 @@ type Config struct {
 	// RedisPrefix namespaces the limiter's Redis keys.
 	RedisPrefix string `env:"FOODSAFE_REDIS_PREFIX" envDefault:"foodsafe:ratelimit"`
 
+	// MaxBodyBytes caps JSON request bodies (413 beyond).
+	MaxBodyBytes int64 `env:"FOODSAFE_MAX_BODY_BYTES" envDefault:"1048576"`
+	// CursorKey signs pagination cursors; all processes must share it.
+	// Generated per process (with a warning) when empty.
+	CursorKey string `env:"FOODSAFE_CURSOR_KEY"`
+	// CursorTTL is how long a collection-walk cursor stays valid.
+	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h"`
+
 	// AuditFlushInterval is the longest an audit event waits in memory.
 	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s"`
 	// AuditBatchSize flushes early once this many events are queued.

@@ -44,6 +44,28 @@ type AuditEvent struct {
 	Outcome *string
 }
 
+// Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.
+type Delivery struct {
+	RestaurantID string
+	// Delivery id; COLLATE "C" so the id tie-break is plain byte order, identical in the index, the keyset predicate and every environment.
+	ID string
+	// Epoch milliseconds (the wire format is a digit string).
+	OccurredAt   int64
+	IsCompliant  bool
+	SupplierID   string
+	SupplierName string
+	// Array of {product, lotNumber, unit, value} exactly as received; unit is stored as given (never assumed Celsius).
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	// SHA-256 of the canonical JSON of the delivery as accepted; a repeated PUT with the same digest is a replay, any other is a conflict.
+	ContentSha256 []byte
+	// When the service stored the delivery; not exposed by the API.
+	ReceivedAt time.Time
+}
+
 type GooseDbVersion struct {
 	ID        int32
 	VersionID int64

@@ -13,7 +13,9 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
+	"github.com/foodsafe/foodsafe/internal/schema"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
@@ -24,6 +26,8 @@ type Deps struct {
 	Log     *slog.Logger
 	Audit   *audit.Writer
 	Limiter *ratelimit.Limiter
+	Schemas *schema.Set
+	Cursors *cursor.Codec
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -35,12 +39,15 @@ type API struct {
 	log     *slog.Logger
 	audit   *audit.Writer
 	limiter *ratelimit.Limiter
+	schemas *schema.Set
+	cursors *cursor.Codec
 	now     func() time.Time
 }
 
 // New builds the gin engine with every route of the route table.
 func New(d Deps) *gin.Engine {
-	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter, now: d.Now}
+	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
+		schemas: d.Schemas, cursors: d.Cursors, now: d.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}

@@ -1,6 +1,10 @@
 package httpapi
 
-import "github.com/gin-gonic/gin"
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
+)
 
 // access says who may call a route and how it is rate limited.
 type access int
@@ -34,6 +38,13 @@ func (a *API) routes() []route {
 		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion},
 
 		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList},
+
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveriesList},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveryGet},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesWrite), Handler: a.deliveryPut},
 	}
 }
 

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/model"
+)
+
+const (
+	defaultLimit = 50
+	maxLimit     = 100
+)
+
+// queryOnce reads a query parameter that may appear at most once; a
+// repeated parameter is ambiguous and refused rather than guessed.
+func queryOnce(c *gin.Context, name string) (string, bool, error) {
+	vs, ok := c.GetQueryArray(name)
+	if !ok {
+		return "", false, nil
+	}
+	if len(vs) > 1 {
+		return "", true, apperr.Param(name, "must be given at most once")
+	}
+	return vs[0], true, nil
+}
+
+// millisParam reads a required epoch-milliseconds parameter.
+func millisParam(c *gin.Context, name string) (int64, error) {
+	v, ok, err := queryOnce(c, name)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, apperr.Param(name, "is required (epoch milliseconds as a string of digits)")
+	}
+	ms, err := model.ParseMillis(v)
+	if err != nil {
+		return 0, apperr.Param(name, "%s", err.Error())
+	}
+	return int64(ms), nil
+}
+
+// limitParam reads `limit`: digits, 1 to 100, default 50.
+func limitParam(c *gin.Context) (int, error) {
+	v, ok, err := queryOnce(c, "limit")
+	if err != nil || !ok {
+		return defaultLimit, err
+	}
+	const rule = "must be an integer from 1 to 100 written in digits"
+	if v == "" || len(v) > 3 || (len(v) > 1 && v[0] == '0') {
+		return 0, apperr.Param("limit", rule)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit || strconv.Itoa(n) != v {
+		return 0, apperr.Param("limit", rule)
+	}
+	return n, nil
+}
+
+// cursorParam reads `cursor` into pos when present, mapping cursor failures
+// to 400s that tell the client what to do.
+func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (bool, error) {
+	v, ok, err := queryOnce(c, "cursor")
+	if err != nil || !ok {
+		return false, err
+	}
+	switch err := a.cursors.Open(v, kind, bind, pos); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, cursor.ErrMismatch):
+		return false, apperr.Param("cursor", "was issued for other parameters; keep the restaurant, %s and limit identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
+	case errors.Is(err, cursor.ErrExpired):
+		return false, apperr.Param("cursor", "has expired; start a new walk without a cursor")
+	default:
+		return false, apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor unchanged, or start a new walk without a cursor")
+	}
+}
+
+var cursorBindingWords = map[string]string{
+	cursorDeliveries: "from, to",
+	cursorRecords:    "collection",
+}
+
+// Cursor kinds keep a delivery cursor from opening a walk and vice versa.
+const (
+	cursorDeliveries = "deliveries"
+	cursorRecords    = "records"
+)
+
+// readJSON reads a JSON request body: Content-Type application/json
+// (charset utf-8 tolerated), at most the configured size.
+func (a *API) readJSON(c *gin.Context) ([]byte, error) {
+	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, apperr.New(apperr.Invalid, "Content-Type must be application/json.")
+	}
+	if cs, ok := params["charset"]; ok && cs != "utf-8" && cs != "UTF-8" {
+		return nil, apperr.New(apperr.Invalid, "The body must be UTF-8 encoded JSON.")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, apperr.New(apperr.Invalid, "The body could not be read.").WithCause(err)
+	}
+	return body, nil
+}

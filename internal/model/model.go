@@ -1,0 +1,89 @@
+// Package model holds the resources of the spec as they travel on the wire:
+// our own structs with the spec's JSON names, shared by the store (which
+// fills them from rows) and the HTTP layer (which serialises them).
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// Millis is epoch milliseconds, carried on the wire as a string of digits.
+type Millis int64
+
+// MarshalJSON writes the digit string.
+func (m Millis) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatInt(int64(m), 10) + `"`), nil
+}
+
+// ErrMillis explains a timestamp that is not a storable digit string.
+var ErrMillis = errors.New("must be epoch milliseconds as a string of digits: no sign, no leading zero unless exactly 0, at most 19 digits, at most 9223372036854775807")
+
+// ParseMillis accepts the wire form of a timestamp: digits only, no
+// leading zero unless exactly "0", at most 19 digits, and within int64
+// (what the database holds).
+func ParseMillis(s string) (Millis, error) {
+	if s == "" || len(s) > 19 || (len(s) > 1 && s[0] == '0') {
+		return 0, ErrMillis
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, ErrMillis
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, ErrMillis
+	}
+	return Millis(v), nil
+}
+
+// Supplier is embedded in a delivery.
+type Supplier struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// TemperatureRecord is one measurement of a delivery check. Unit is kept
+// exactly as received.
+type TemperatureRecord struct {
+	Product   string      `json:"product"`
+	LotNumber string      `json:"lotNumber"`
+	Unit      string      `json:"unit"`
+	Value     json.Number `json:"value"`
+}
+
+// Delivery is spec 2.2.
+type Delivery struct {
+	ID                   string              `json:"id"`
+	RestaurantID         string              `json:"restaurantId"`
+	OccurredAt           Millis              `json:"occurredAt"`
+	IsCompliant          bool                `json:"isCompliant"`
+	Supplier             Supplier            `json:"supplier"`
+	TemperatureRecords   []TemperatureRecord `json:"temperatureRecords"`
+	NonComplianceReasons []string            `json:"nonComplianceReasons"`
+	CorrectiveActions    []string            `json:"correctiveActions"`
+	Commentary           *string             `json:"commentary"`
+	ImageCount           int64               `json:"imageCount"`
+}
+
+// Page is a list page with its continuation.
+type Page[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// UnmarshalJSON reads the digit string with ParseMillis's rules.
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return ErrMillis
+	}
+	v, err := ParseMillis(s)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/db"
+	"github.com/foodsafe/foodsafe/internal/model"
+)
+
+// DeliveryPos is a keyset position in the newest-first delivery order.
+type DeliveryPos struct {
+	OccurredAt int64  `json:"o"`
+	ID         string `json:"i"`
+}
+
+// DeliveryCreate inserts an immutable delivery. Writing the same content
+// again is a replay (replayed=true, nothing changes); different content
+// for an existing id is a conflict.
+func (s *Store) DeliveryCreate(ctx context.Context, d model.Delivery) (model.Delivery, bool, error) {
+	canon, err := json.Marshal(d)
+	if err != nil {
+		return model.Delivery{}, false, err
+	}
+	digest := sha256.Sum256(canon)
+	temps, err := json.Marshal(d.TemperatureRecords)
+	if err != nil {
+		return model.Delivery{}, false, err
+	}
+	row, err := s.q.DeliveryInsert(ctx, db.DeliveryInsertParams{
+		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
+		SupplierID: d.Supplier.ID, SupplierName: d.Supplier.Name, TemperatureRecords: temps,
+		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
+		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
+	})
+	if err == nil {
+		out, err := deliveryFromRow(row)
+		return out, false, err
+	}
+	if !isNoRows(err) {
+		return model.Delivery{}, false, err
+	}
+	// The id exists (possibly inserted by a racing identical request, which
+	// ON CONFLICT waited for): same content is a replay.
+	existing, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: d.RestaurantID, ID: d.ID})
+	if err != nil {
+		return model.Delivery{}, false, err
+	}
+	if !bytes.Equal(existing.ContentSha256, digest[:]) {
+		return model.Delivery{}, false, apperr.New(apperr.Conflict,
+			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
+	}
+	out, err := deliveryFromRow(existing)
+	return out, true, err
+}
+
+// DeliveryGet reads one delivery, or the one 404.
+func (s *Store) DeliveryGet(ctx context.Context, restaurantID, id string) (model.Delivery, error) {
+	row, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: restaurantID, ID: id})
+	if isNoRows(err) {
+		return model.Delivery{}, apperr.ErrNotFound
+	}
+	if err != nil {
+		return model.Delivery{}, err
+	}
+	return deliveryFromRow(row)
+}
+
+// DeliveryList reads up to limit deliveries with occurredAt in [from, to],
+// newest first, after pos when given. more reports whether another page
+// exists: one extra row is fetched, so a page that ends the range exactly
+// is known to be the last.
+func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to int64, limit int, after *DeliveryPos) (page []model.Delivery, more bool, err error) {
+	var rows []db.Delivery
+	if after == nil {
+		rows, err = s.q.DeliveryListFirst(ctx, db.DeliveryListFirstParams{
+			RestaurantID: restaurantID, FromMs: from, ToMs: to, MaxRows: int32(limit + 1)})
+	} else {
+		rows, err = s.q.DeliveryListAfter(ctx, db.DeliveryListAfterParams{
+			RestaurantID: restaurantID, FromMs: from, AfterOccurredAt: after.OccurredAt, AfterID: after.ID, MaxRows: int32(limit + 1)})
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(rows) > limit {
+		rows, more = rows[:limit], true
+	}
+	page = make([]model.Delivery, len(rows))
+	for i, r := range rows {
+		if page[i], err = deliveryFromRow(r); err != nil {
+			return nil, false, err
+		}
+	}
+	return page, more, nil
+}
+
+func deliveryFromRow(r db.Delivery) (model.Delivery, error) {
+	d := model.Delivery{
+		ID: r.ID, RestaurantID: r.RestaurantID, OccurredAt: model.Millis(r.OccurredAt), IsCompliant: r.IsCompliant,
+		Supplier:             model.Supplier{ID: r.SupplierID, Name: r.SupplierName},
+		NonComplianceReasons: nonNil(r.NonComplianceReasons), CorrectiveActions: nonNil(r.CorrectiveActions),
+		Commentary: r.Commentary, ImageCount: r.ImageCount,
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.TemperatureRecords))
+	dec.UseNumber()
+	if err := dec.Decode(&d.TemperatureRecords); err != nil {
+		return d, fmt.Errorf("delivery %s: temperature_records: %w", r.ID, err)
+	}
+	d.TemperatureRecords = nonNil(d.TemperatureRecords)
+	return d, nil
+}
+
+// nonNil makes empty lists serialise as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

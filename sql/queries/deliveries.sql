@@ -1,0 +1,47 @@
+-- name: DeliveryInsert :one
+-- Serves PUT /v1/ingest/.../deliveries/{id}. Returns no row when the id
+-- exists already; the caller then compares contents (replay or conflict).
+-- deliveries_pkey.
+INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+                        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count,
+                        content_sha256)
+VALUES (sqlc.arg(restaurant_id), sqlc.arg(id), sqlc.arg(occurred_at), sqlc.arg(is_compliant),
+        sqlc.arg(supplier_id), sqlc.arg(supplier_name), sqlc.arg(temperature_records),
+        sqlc.arg(non_compliance_reasons), sqlc.arg(corrective_actions), sqlc.narg(commentary), sqlc.arg(image_count),
+        sqlc.arg(content_sha256))
+ON CONFLICT (restaurant_id, id) DO NOTHING
+RETURNING restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+          temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at;
+
+-- name: DeliveryGet :one
+-- Serves GET .../deliveries/{deliveryId}. deliveries_pkey.
+SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+FROM deliveries
+WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id);
+
+-- name: DeliveryListFirst :many
+-- Serves the first page of GET .../deliveries?from&to: newest first.
+-- deliveries_list_idx: one range scan over [from, to], stopped by LIMIT.
+SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+FROM deliveries
+WHERE restaurant_id = sqlc.arg(restaurant_id)
+  AND occurred_at >= sqlc.arg(from_ms)
+  AND occurred_at <= sqlc.arg(to_ms)
+ORDER BY occurred_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
+
+-- name: DeliveryListAfter :many
+-- Serves the following pages: rows strictly after the cursor position
+-- (occurred_at, id) in descending order, down to from. deliveries_list_idx:
+-- the row comparison is an index condition, so the scan starts at the
+-- cursor instead of skipping earlier rows.
+SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+FROM deliveries
+WHERE restaurant_id = sqlc.arg(restaurant_id)
+  AND occurred_at >= sqlc.arg(from_ms)
+  AND (occurred_at, id) < (sqlc.arg(after_occurred_at)::bigint, sqlc.arg(after_id)::text)
+ORDER BY occurred_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);
