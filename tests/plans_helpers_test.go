@@ -63,6 +63,7 @@ type planNode struct {
 	NodeType  string     `json:"Node Type"`
 	IndexName string     `json:"Index Name"`
 	Relation  string     `json:"Relation Name"`
+	PlanRows  float64    `json:"Plan Rows"`
 	Plans     []planNode `json:"Plans"`
 }
 

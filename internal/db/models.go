@@ -44,6 +44,13 @@ type AuditEvent struct {
 	Outcome *string
 }
 
+// Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else.
+type CollectionStream struct {
+	RestaurantID string
+	Collection   string
+	LastSequence int64
+}
+
 // Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.
 type Delivery struct {
 	RestaurantID string
@@ -79,6 +86,43 @@ type KeyGrant struct {
 	RestaurantID string
 	Scope        string
 	GrantedAt    time.Time
+}
+
+// Current state per record (received-shadow snapshot): upserted by ingest, only ever to a higher sequence. Walked by records_walk_idx.
+type Record struct {
+	RestaurantID string
+	Collection   string
+	RecordID     string
+	Sequence     int64
+	MutationID   string
+	// Tombstone: the record was deleted in the app; data is null.
+	Deleted        bool
+	Data           []byte
+	CapturedAt     int64
+	ReceivedAt     int64
+	SourceVersion  *string
+	PayloadVersion int32
+}
+
+// Append-only log of accepted mutations per stream. superseded_by is set when a newer change of the same record arrives. Versions superseded longer ago than the cursor lifetime are only needed for replays of old mutation ids.
+type RecordChange struct {
+	RestaurantID string
+	Collection   string
+	Sequence     int64
+	RecordID     string
+	MutationID   string
+	Deleted      bool
+	Data         []byte
+	// Epoch milliseconds when the device recorded the change.
+	CapturedAt int64
+	// Epoch milliseconds when the service accepted the change.
+	ReceivedAt     int64
+	SourceVersion  *string
+	PayloadVersion int32
+	// SHA-256 of the canonical request body: the same mutation id with another digest, record or collection is a conflict.
+	RequestSha256 []byte
+	// Sequence of the next change of the same record; null while this is the current version.
+	SupersededBy *int64
 }
 
 // Restaurants enabled for capture. A key can only be granted an enabled restaurant. Only data captured after enabled_at is held; enabled_at is never exposed by the API.

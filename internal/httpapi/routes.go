@@ -45,6 +45,15 @@ func (a *API) routes() []route {
 			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveryGet},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesWrite), Handler: a.deliveryPut},
+
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,
+			Need: scopes(), Handler: a.collectionsList},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records", Access: accessPartner,
+			Need: collectionScope("read"), Handler: a.recordsWalk},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId", Access: accessPartner,
+			Need: collectionScope("read"), Handler: a.recordGet},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId",
+			Access: accessPartner, Need: collectionScope("write"), Handler: a.recordPut},
 	}
 }
 

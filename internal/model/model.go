@@ -87,3 +87,39 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 	*m = v
 	return nil
 }
+
+// StateKind is the only kind of collection state this service holds.
+const StateKind = "received-shadow-snapshot"
+
+// Sequence is a position in a change stream, carried as a digit string:
+// clients compare it, never do arithmetic on it.
+type Sequence int64
+
+// MarshalJSON writes the digit string.
+func (s Sequence) MarshalJSON() ([]byte, error) { return Millis(s).MarshalJSON() }
+
+// Envelope is a collection record as received (spec 2.3). Data is absent
+// on a tombstone.
+type Envelope struct {
+	ID             string          `json:"id"`
+	RestaurantID   string          `json:"restaurantId"`
+	Collection     string          `json:"collection"`
+	Data           json.RawMessage `json:"data,omitempty"`
+	Deleted        bool            `json:"deleted"`
+	CapturedAt     Millis          `json:"capturedAt"`
+	ReceivedAt     Millis          `json:"receivedAt"`
+	Sequence       Sequence        `json:"sequence"`
+	MutationID     string          `json:"mutationId"`
+	SourceVersion  *string         `json:"sourceVersion"`
+	PayloadVersion int32           `json:"payloadVersion"`
+	StateKind      string          `json:"stateKind"`
+}
+
+// CollectionDescriptor describes a readable collection (spec 2.4).
+type CollectionDescriptor struct {
+	Collection     string `json:"collection"`
+	ReadScope      string `json:"readScope"`
+	Description    string `json:"description"`
+	StateKind      string `json:"stateKind"`
+	PayloadVersion int    `json:"payloadVersion"`
+}

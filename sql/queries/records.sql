@@ -1,0 +1,99 @@
+-- name: RecordApplyChange :one
+-- Serves ingest, after StreamNextSequence in the same transaction: appends
+-- the change, marks the record's previous version superseded, and upserts
+-- the current state, all in one statement. Returns no row when the
+-- mutation id exists already (a racing identical request committed first);
+-- the caller then rolls back and answers as a replay or a conflict.
+-- Indexes: record_changes_pkey (ON CONFLICT on the mutation id, and the
+-- previous version, found by the current row's mutation id), records_pkey
+-- (the upsert).
+WITH change AS (
+    INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+                                captured_at, received_at, source_version, payload_version, request_sha256)
+    VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), sqlc.arg(sequence), sqlc.arg(record_id),
+            sqlc.arg(mutation_id), sqlc.arg(deleted), sqlc.narg(data), sqlc.arg(captured_at),
+            sqlc.arg(received_at), sqlc.narg(source_version), sqlc.arg(payload_version), sqlc.arg(request_sha256))
+    ON CONFLICT (restaurant_id, mutation_id) DO NOTHING
+    RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+              received_at, source_version, payload_version
+), previous AS (
+    UPDATE record_changes h
+    SET superseded_by = change.sequence
+    FROM change
+    JOIN records r ON r.restaurant_id = change.restaurant_id
+                  AND r.collection = change.collection
+                  AND r.record_id = change.record_id
+    WHERE h.restaurant_id = r.restaurant_id AND h.mutation_id = r.mutation_id
+    RETURNING h.sequence
+), current AS (
+    INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
+                         captured_at, received_at, source_version, payload_version)
+    SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
+           captured_at, received_at, source_version, payload_version
+    FROM change
+    ON CONFLICT (restaurant_id, collection, record_id) DO UPDATE
+        SET sequence        = excluded.sequence,
+            mutation_id     = excluded.mutation_id,
+            deleted         = excluded.deleted,
+            data            = excluded.data,
+            captured_at     = excluded.captured_at,
+            received_at     = excluded.received_at,
+            source_version  = excluded.source_version,
+            payload_version = excluded.payload_version
+        -- Only ever forward: a stale write can never overwrite a newer state.
+        WHERE records.sequence < excluded.sequence
+    RETURNING records.sequence
+)
+SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+       received_at, source_version, payload_version
+FROM change;
+
+-- name: RecordGet :one
+-- Serves GET .../records/{recordId}: the current state, tombstones
+-- included. records_pkey.
+SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at,
+       received_at, source_version, payload_version
+FROM records
+WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collection) AND record_id = sqlc.arg(record_id);
+
+-- name: RecordWalkPage :many
+-- Serves GET .../collections/{collection}/records: one page of a walk
+-- pinned at stream position P (the first page pins the stream's head H,
+-- the highest sequence it can see; commit order equals sequence order, so
+-- nothing below H is still in flight). A page is the union of
+--   1. current versions with sequence in (after, P]: one range scan of
+--      records_walk_idx, stopped by LIMIT;
+--   2. versions in (after, P] that were superseded after P (records changed
+--      or deleted since the walk began, returned as they stood at P):
+--      record_changes_superseded_idx, a range bounded by the writes made
+--      since P, not by the stream's size or history.
+-- Records created after P are in neither. The caller merges both branches
+-- by sequence and keeps the first max_rows, so the statement needs no Sort.
+-- Branch 2 states superseded_by <= H although it always holds: P and H are
+-- unknown when the statement is planned, and a two-sided range on unknown
+-- bounds is estimated narrow, where `superseded_by > P` alone is estimated
+-- at a third of the table and planned as a sequential scan.
+WITH head AS (
+    SELECT COALESCE((SELECT max(r.sequence) FROM records r
+                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)),
+                    0)::bigint AS h
+), pin AS (
+    SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
+)
+(SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+        r.captured_at, r.received_at, r.source_version, r.payload_version
+ FROM records r
+ WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)
+   AND r.sequence > sqlc.arg(after_sequence)
+   AND r.sequence <= (SELECT p FROM pin)
+ ORDER BY r.sequence
+ LIMIT sqlc.arg(max_rows))
+UNION ALL
+(SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
+        h.captured_at, h.received_at, h.source_version, h.payload_version
+ FROM record_changes h
+ WHERE h.restaurant_id = sqlc.arg(restaurant_id) AND h.collection = sqlc.arg(collection)
+   AND h.superseded_by > (SELECT p FROM pin)
+   AND h.superseded_by <= (SELECT h FROM pin)
+   AND h.sequence > sqlc.arg(after_sequence)
+   AND h.sequence <= (SELECT p FROM pin));
