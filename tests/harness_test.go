@@ -108,6 +108,7 @@ func newApp(t testing.TB, opts ...appOption) *app {
 		o.dbURL = testdb.URL(t)
 	}
 	cfg := testConfig(o.dbURL)
+	cfg.BlobDir = t.TempDir()
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}

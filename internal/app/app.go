@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
@@ -62,11 +63,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		st.Close()
 		return nil, err
 	}
+	urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	blobs, err := blob.NewFS(cfg.BlobDir, blob.NewSigner(urlKey))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
 	})
 	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
-		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Now: o.Now})
+		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Now: o.Now})
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
 }
 

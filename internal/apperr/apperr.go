@@ -23,6 +23,8 @@ const (
 	MethodNotAllowed      Code = "method-not-allowed"
 	Conflict              Code = "conflict"
 	PayloadTooLarge       Code = "payload-too-large"
+	PreconditionFailed    Code = "precondition-failed"
+	RangeNotSatisfiable   Code = "range-not-satisfiable"
 	RateLimited           Code = "rate-limit-exceeded"
 	DependencyUnavailable Code = "dependency-unavailable"
 	Internal              Code = "internal-error"

@@ -29,7 +29,9 @@ type Principal struct {
 	KeyPublicID string
 	// SessionID is set when the caller presented a session token.
 	SessionID int64
-	grants    map[string][]string
+	// KeyExpiresAt is the key's expiry, which no session may outlive.
+	KeyExpiresAt *time.Time
+	grants       map[string][]string
 }
 
 // NewPrincipal indexes grants by restaurant, scopes sorted and unique.
@@ -87,6 +89,9 @@ const (
 	ReasonRevoked   Reason = "revoked"
 	ReasonExpired   Reason = "expired"
 	ReasonNoGrants  Reason = "no-grants"
+	// ReasonGrantsChanged: a session token whose key no longer holds every
+	// grant the token carries.
+	ReasonGrantsChanged Reason = "grants-changed"
 )
 
 // Check validates a stored key against a presented credential at time now.
@@ -94,15 +99,64 @@ func (k *KeyRecord) Check(c Credential, now time.Time) (*Principal, Reason) {
 	if !c.Matches(k.SecretDigest) {
 		return nil, ReasonUnknown
 	}
-	if k.RevokedAt != nil && !k.RevokedAt.After(now) {
-		return nil, ReasonRevoked
-	}
-	if k.ExpiresAt != nil && !k.ExpiresAt.After(now) {
-		return nil, ReasonExpired
+	if r := k.usable(now); r != "" {
+		return nil, r
 	}
 	p := NewPrincipal(k.ID, k.PublicID, k.Grants)
 	if p.Empty() {
 		return nil, ReasonNoGrants
 	}
+	p.KeyExpiresAt = k.ExpiresAt
+	return p, ""
+}
+
+// usable reports why the key cannot be used at now, or "".
+func (k *KeyRecord) usable(now time.Time) Reason {
+	if k.RevokedAt != nil && !k.RevokedAt.After(now) {
+		return ReasonRevoked
+	}
+	if k.ExpiresAt != nil && !k.ExpiresAt.After(now) {
+		return ReasonExpired
+	}
+	return ""
+}
+
+// SessionRecord is a stored mobile session with its key, as the resolver
+// needs it. Key.SecretDigest is not loaded.
+type SessionRecord struct {
+	ID          int64
+	PublicID    string
+	TokenDigest []byte
+	ExpiresAt   time.Time
+	Key         KeyRecord
+	Grants      []Grant
+}
+
+// Check validates a session token: its own expiry, its key's state, and
+// that the key still holds every grant the token carries. The principal
+// acts for the key with the token's (narrower) grants.
+func (s *SessionRecord) Check(c Credential, now time.Time) (*Principal, Reason) {
+	if !c.Matches(s.TokenDigest) {
+		return nil, ReasonUnknown
+	}
+	if !s.ExpiresAt.After(now) {
+		return nil, ReasonExpired
+	}
+	if r := s.Key.usable(now); r != "" {
+		return nil, r
+	}
+	key := NewPrincipal(s.Key.ID, s.Key.PublicID, s.Key.Grants)
+	p := NewPrincipal(s.Key.ID, s.Key.PublicID, s.Grants)
+	for _, g := range p.Grants() {
+		for _, scope := range g.Scopes {
+			if !key.Can(g.RestaurantID, scope) {
+				return nil, ReasonGrantsChanged
+			}
+		}
+	}
+	if p.Empty() {
+		return nil, ReasonNoGrants
+	}
+	p.SessionID = s.ID
 	return p, ""
 }

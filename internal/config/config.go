@@ -53,6 +53,19 @@ type Config struct {
 	// CursorTTL is how long a collection-walk cursor stays valid.
 	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h"`
 
+	// BlobDir is where the filesystem blob store keeps uploaded files.
+	BlobDir string `env:"FOODSAFE_BLOB_DIR" envDefault:".data/blobs"`
+	// URLKey signs download URLs; all processes must share it. Generated
+	// per process (with a warning) when empty.
+	URLKey string `env:"FOODSAFE_URL_KEY"`
+	// MaxAssetBytes caps one uploaded file (413 beyond).
+	MaxAssetBytes int64 `env:"FOODSAFE_MAX_ASSET_BYTES" envDefault:"52428800"`
+	// UploadTimeout is the read deadline of a file upload and the write
+	// deadline of a download, which may take longer than a JSON exchange.
+	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m"`
+	// SessionTTL is the lifetime of a mobile session token.
+	SessionTTL time.Duration `env:"FOODSAFE_SESSION_TTL" envDefault:"1h"`
+
 	// AuditFlushInterval is the longest an audit event waits in memory.
 	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s"`
 	// AuditBatchSize flushes early once this many events are queued.

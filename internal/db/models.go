@@ -26,6 +26,21 @@ type ApiKey struct {
 	RevokedAt *time.Time
 }
 
+// One verified file per (record, objectKey); immutable: other bytes for the same objectKey are refused. Bytes live in blob storage under their SHA-256.
+type AssetUpload struct {
+	RestaurantID string
+	Collection   string
+	RecordID     string
+	ObjectKey    string
+	Sha256       string
+	ContentType  string
+	ByteLength   int64
+	// Epoch milliseconds when the upload was verified.
+	UploadedAt int64
+	// The change (in record_changes) that marked the asset uploaded.
+	MutationID string
+}
+
 // Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only.
 type AuditEvent struct {
 	ID         int64
@@ -73,6 +88,17 @@ type Delivery struct {
 	ReceivedAt time.Time
 }
 
+// Verified delivery photographs; listed by delivery in image_id order (the primary key). Immutable per image id.
+type DeliveryImage struct {
+	RestaurantID string
+	DeliveryID   string
+	ImageID      string
+	Sha256       string
+	ContentType  string
+	ByteLength   int64
+	UploadedAt   int64
+}
+
 type GooseDbVersion struct {
 	ID        int32
 	VersionID int64
@@ -86,6 +112,16 @@ type KeyGrant struct {
 	RestaurantID string
 	Scope        string
 	GrantedAt    time.Time
+}
+
+// Mobile session tokens (fst_<public_id>.<secret>). A token is refused once expired, once its key is revoked or expired, or once the key lost any grant the token carries.
+type MobileSession struct {
+	ID          int64
+	PublicID    string
+	TokenSha256 []byte
+	KeyID       int64
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
 // Current state per record (received-shadow snapshot): upserted by ingest, only ever to a higher sequence. Walked by records_walk_idx.
@@ -132,4 +168,11 @@ type Restaurant struct {
 	// Optional operator-facing label; not part of the partner API.
 	Name      *string
 	EnabledAt time.Time
+}
+
+// The (restaurant, scope) pairs a session token carries: always a subset of its key's grants.
+type SessionGrant struct {
+	SessionID    int64
+	RestaurantID string
+	Scope        string
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
@@ -28,6 +29,7 @@ type Deps struct {
 	Limiter *ratelimit.Limiter
 	Schemas *schema.Set
 	Cursors *cursor.Codec
+	Blobs   *blob.FS
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -41,13 +43,14 @@ type API struct {
 	limiter *ratelimit.Limiter
 	schemas *schema.Set
 	cursors *cursor.Codec
+	blobs   *blob.FS
 	now     func() time.Time
 }
 
 // New builds the gin engine with every route of the route table.
 func New(d Deps) *gin.Engine {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
-		schemas: d.Schemas, cursors: d.Cursors, now: d.Now}
+		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/model"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
@@ -67,12 +68,24 @@ func (a *API) resolve(c *gin.Context) (*auth.Principal, auth.Reason, string, err
 	if !ok {
 		return nil, auth.ReasonMalformed, "", nil
 	}
-	if cred.Prefix != auth.KeyPrefix {
-		return nil, auth.ReasonUnknown, cred.PublicID, nil
+	unavailable := func(err error) error {
+		return apperr.New(apperr.DependencyUnavailable, "Credentials cannot be checked right now.").WithCause(err)
+	}
+	if cred.Prefix == auth.TokenPrefix {
+		s, err := a.store.SessionForAuth(c.Request.Context(), cred.PublicID)
+		if err != nil {
+			return nil, "", "", unavailable(err)
+		}
+		if s == nil {
+			return nil, auth.ReasonUnknown, "", nil
+		}
+		p, reason := s.Check(cred, a.now())
+		// The audit trail names the key a token acts for.
+		return p, reason, s.Key.PublicID, nil
 	}
 	k, err := a.store.KeyForAuth(c.Request.Context(), cred.PublicID)
 	if err != nil {
-		return nil, "", "", apperr.New(apperr.DependencyUnavailable, "Credentials cannot be checked right now.").WithCause(err)
+		return nil, "", "", unavailable(err)
 	}
 	if k == nil {
 		return nil, auth.ReasonUnknown, cred.PublicID, nil
@@ -178,18 +191,15 @@ func secondsUntil(t, now time.Time) int64 {
 // restaurantsList is GET /v1/restaurants (spec 4.2): the grants of the key,
 // restaurants and scopes sorted. It needs no query: the principal holds them.
 func (a *API) restaurantsList(c *gin.Context) {
-	grants := principal(c).Grants()
-	out := make([]RestaurantGrant, len(grants))
-	for i, g := range grants {
-		out[i] = RestaurantGrant{RestaurantID: g.RestaurantID, Scopes: g.Scopes}
-	}
-	c.JSON(http.StatusOK, List[RestaurantGrant]{Data: out})
+	c.JSON(http.StatusOK, List[model.RestaurantGrant]{Data: restaurantGrants(principal(c).Grants())})
 }
 
-// RestaurantGrant is one entry of GET /v1/restaurants (spec 2.1).
-type RestaurantGrant struct {
-	RestaurantID string   `json:"restaurantId"`
-	Scopes       []string `json:"scopes"`
+func restaurantGrants(grants []auth.Grant) []model.RestaurantGrant {
+	out := make([]model.RestaurantGrant, len(grants))
+	for i, g := range grants {
+		out[i] = model.RestaurantGrant{RestaurantID: g.RestaurantID, Scopes: g.Scopes}
+	}
+	return out
 }
 
 // List is the {"data": [...]} envelope of list responses.

@@ -25,6 +25,8 @@ var problemKinds = map[apperr.Code]problemKind{
 	apperr.MethodNotAllowed:      {http.StatusMethodNotAllowed, "Method not allowed"},
 	apperr.Conflict:              {http.StatusConflict, "Conflict"},
 	apperr.PayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
+	apperr.PreconditionFailed:    {http.StatusPreconditionFailed, "Precondition failed"},
+	apperr.RangeNotSatisfiable:   {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
 	apperr.RateLimited:           {http.StatusTooManyRequests, "Rate limit exceeded"},
 	apperr.DependencyUnavailable: {http.StatusServiceUnavailable, "Dependency unavailable"},
 	apperr.Internal:              {http.StatusInternalServerError, "Internal error"},

@@ -157,9 +157,11 @@ func (a *API) recordPut(c *gin.Context) {
 		return
 	}
 	digest := sha256.Sum256(canon)
+	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
 		RestaurantID: restaurant, Collection: collection, RecordID: recordID, MutationID: mutationID,
 		Deleted: doc["deleted"] == true, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest[:],
+		CarriesFiles: col.CarriesFiles,
 	}
 	if !m.Deleted {
 		if m.Data, err = json.Marshal(data); err != nil {

@@ -54,6 +54,19 @@ func (a *API) routes() []route {
 			Need: collectionScope("read"), Handler: a.recordGet},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId",
 			Access: accessPartner, Need: collectionScope("write"), Handler: a.recordPut},
+
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId/assets", Access: accessPartner,
+			Need: collectionScope("read"), Handler: a.assetsList},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
+			Need: collectionScope("write"), Handler: a.assetPut},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Handler: a.deliveryImagesList},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId", Access: accessPartner,
+			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.deliveryImagePut},
+		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet},
+		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet},
+
+		{Method: "POST", Path: "/v1/mobile/sessions", Access: accessPartner, Handler: a.sessionCreate},
 	}
 }
 

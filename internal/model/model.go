@@ -123,3 +123,29 @@ type CollectionDescriptor struct {
 	StateKind      string `json:"stateKind"`
 	PayloadVersion int    `json:"payloadVersion"`
 }
+
+// FileItem is an entry of the assets endpoint (spec 2.7) and of the
+// delivery images list: a verified file and a signed URL to fetch it.
+type FileItem struct {
+	ID           string `json:"id"`
+	ContentType  string `json:"contentType"`
+	ByteLength   int64  `json:"byteLength"`
+	SHA256       string `json:"sha256"`
+	UploadedAt   Millis `json:"uploadedAt"`
+	URL          string `json:"url"`
+	URLExpiresAt Millis `json:"urlExpiresAt"`
+}
+
+// Session is the answer of POST /v1/mobile/sessions.
+type Session struct {
+	AccessToken string            `json:"accessToken"`
+	TokenType   string            `json:"tokenType"`
+	ExpiresAt   Millis            `json:"expiresAt"`
+	Restaurants []RestaurantGrant `json:"restaurants"`
+}
+
+// RestaurantGrant is one entry of GET /v1/restaurants (spec 2.1).
+type RestaurantGrant struct {
+	RestaurantID string   `json:"restaurantId"`
+	Scopes       []string `json:"scopes"`
+}

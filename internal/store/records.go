@@ -29,6 +29,9 @@ type Mutation struct {
 	// RequestSHA256 fingerprints the request body, to tell replays from
 	// conflicting reuse of a mutation id.
 	RequestSHA256 []byte
+	// CarriesFiles marks the collections whose data.asset status the
+	// service owns (see normaliseAsset).
+	CarriesFiles bool
 }
 
 // errRaced: an identical mutation committed while this one waited.
@@ -57,9 +60,17 @@ func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) 
 		if err != nil {
 			return err
 		}
+		data := m.Data
+		if m.CarriesFiles && !m.Deleted {
+			// Under the stream lock: an upload of this record has either
+			// committed (and is reflected) or waits for us.
+			if data, err = normaliseAsset(ctx, q, m); err != nil {
+				return err
+			}
+		}
 		row, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams{
 			RestaurantID: m.RestaurantID, Collection: m.Collection, Sequence: seq, RecordID: m.RecordID,
-			MutationID: m.MutationID, Deleted: m.Deleted, Data: m.Data, CapturedAt: m.CapturedAt,
+			MutationID: m.MutationID, Deleted: m.Deleted, Data: data, CapturedAt: m.CapturedAt,
 			ReceivedAt: receivedAt, PayloadVersion: m.PayloadVersion, RequestSha256: m.RequestSHA256,
 		})
 		if isNoRows(err) {
@@ -90,8 +101,7 @@ func replayOf(prev db.RecordChange, m Mutation) (model.Envelope, error) {
 		return model.Envelope{}, apperr.New(apperr.Conflict,
 			"mutationId %s was already used for a different change (other content, record or collection); use a new mutationId for a new change.", m.MutationID)
 	}
-	return envelope(prev.RestaurantID, prev.Collection, prev.RecordID, prev.Sequence, prev.MutationID, prev.Deleted,
-		prev.Data, prev.CapturedAt, prev.ReceivedAt, prev.SourceVersion, prev.PayloadVersion), nil
+	return changeEnvelope(prev), nil
 }
 
 // RecordGet reads a record's current state, tombstones included.

@@ -1,0 +1,201 @@
+// Package blob keeps the bytes of uploaded files (record assets and
+// delivery images) and makes the time-limited URLs that download them.
+//
+// Store is the seam: the filesystem implementation here writes
+// content-addressed files atomically and signs URLs served by this
+// service's /v1/files route; an S3-compatible implementation would put
+// objects in a bucket and return presigned GET URLs from the same DownloadURL
+// method, with no change to callers.
+package blob
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Errors of Put; callers map them to 400 and 413.
+var (
+	ErrDigestMismatch = errors.New("the bytes do not match the announced SHA-256 digest")
+	ErrTooLarge       = errors.New("the upload exceeds the size limit")
+)
+
+// Object describes stored bytes.
+type Object struct {
+	SHA256 string // 64 lowercase hex characters
+	Size   int64
+}
+
+// Store keeps bytes by SHA-256 and hands out download URLs.
+type Store interface {
+	// Put streams r into storage while hashing it. Unless the digest equals
+	// want and the size is at most maxBytes, nothing is kept. Storing bytes
+	// already present is harmless.
+	Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error)
+	// DownloadURL returns a URL that downloads the object as contentType
+	// until expires, with no other credential. scope names the restaurant
+	// the download is made for (kept in the URL for the audit trail).
+	DownloadURL(baseURL, scope string, obj Object, contentType string, expires time.Time) string
+}
+
+// FS stores objects as files named by their SHA-256 under Dir.
+type FS struct {
+	Dir    string
+	Signer *Signer
+}
+
+// NewFS prepares dir (created if missing) for storage.
+func NewFS(dir string, signer *Signer) (*FS, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o750); err != nil {
+		return nil, fmt.Errorf("blob directory: %w", err)
+	}
+	return &FS{Dir: dir, Signer: signer}, nil
+}
+
+func (f *FS) path(sha string) string {
+	return filepath.Join(f.Dir, "sha256", sha[:2], sha)
+}
+
+// Put writes to a temporary file, fsyncs it, verifies the digest and
+// renames it into place: a reader never sees a partial or unverified file,
+// and a crash leaves only a temporary file behind.
+func (f *FS) Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
+	tmp, err := os.CreateTemp(filepath.Join(f.Dir, "tmp"), "upload-*")
+	if err != nil {
+		return Object{}, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(ctxReader{ctx, r}, maxBytes+1))
+	if err != nil {
+		return Object{}, err
+	}
+	if n > maxBytes {
+		return Object{}, ErrTooLarge
+	}
+	var got [sha256.Size]byte
+	copy(got[:], h.Sum(nil))
+	if got != want {
+		return Object{}, ErrDigestMismatch
+	}
+	obj := Object{SHA256: hex.EncodeToString(got[:]), Size: n}
+	if err := tmp.Sync(); err != nil {
+		return Object{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return Object{}, err
+	}
+	final := f.path(obj.SHA256)
+	if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
+		return Object{}, err
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return Object{}, err
+	}
+	keep = true
+	return obj, syncDir(filepath.Dir(final))
+}
+
+// Open returns the stored file of sha for serving.
+func (f *FS) Open(sha string) (*os.File, error) {
+	if !ValidSHA256(sha) {
+		return nil, os.ErrNotExist
+	}
+	return os.Open(f.path(sha))
+}
+
+// DownloadURL is a URL of this service's /v1/files route, signed with the
+// URL key.
+func (f *FS) DownloadURL(baseURL, scope string, obj Object, contentType string, expires time.Time) string {
+	p := FilesPath(scope, obj.SHA256)
+	exp := strconv.FormatInt(expires.UnixMilli(), 10)
+	q := url.Values{"type": {contentType}, "expires": {exp}, "signature": {f.Signer.Sign(p, contentType, exp)}}
+	return baseURL + p + "?" + q.Encode()
+}
+
+// FilesPath is the path of a download: /v1/files/{scope}/{sha256}.
+func FilesPath(scope, sha string) string {
+	return "/v1/files/" + url.PathEscape(scope) + "/" + sha
+}
+
+// ValidSHA256 reports 64 lowercase hex characters.
+func ValidSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Signer makes and checks the HMAC-SHA256 signatures of download URLs.
+type Signer struct{ key []byte }
+
+// NewSigner signs with key (FOODSAFE_URL_KEY).
+func NewSigner(key []byte) *Signer { return &Signer{key: key} }
+
+// Sign covers the path, the content type and the expiry: changing any
+// character of the URL invalidates it.
+func (s *Signer) Sign(path, contentType, expires string) string {
+	m := hmac.New(sha256.New, s.key)
+	fmt.Fprintf(m, "GET\n%s\n%s\n%s", path, contentType, expires)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify checks a signature in constant time and the expiry against now.
+func (s *Signer) Verify(path, contentType, expires, signature string, now time.Time) error {
+	want := s.Sign(path, contentType, expires)
+	if !hmac.Equal([]byte(want), []byte(signature)) {
+		return errors.New("signature does not match")
+	}
+	ms, err := strconv.ParseInt(expires, 10, 64)
+	if err != nil {
+		return errors.New("malformed expiry")
+	}
+	if now.UnixMilli() >= ms {
+		return errors.New("expired")
+	}
+	return nil
+}
+
+// ctxReader stops a copy when the request is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+var _ Store = (*FS)(nil)

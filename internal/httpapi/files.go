@@ -1,0 +1,301 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/blob"
+	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+const (
+	// HeaderReprDigest carries the SHA-256 of an upload (RFC 9530).
+	HeaderReprDigest = "Repr-Digest"
+	// urlLifetime is the validity of signed download URLs (spec 8).
+	urlLifetime = 15 * time.Minute
+)
+
+// uploadContentType reads the Content-Type of an upload: a media type of
+// 1 to 100 characters (spec 2.6), stored as sent.
+func uploadContentType(c *gin.Context) (string, error) {
+	ct := c.GetHeader("Content-Type")
+	if ct == "" {
+		return "", apperr.Param("Content-Type", "header is required: the media type of the bytes")
+	}
+	if _, _, err := mime.ParseMediaType(ct); err != nil || len(ct) > 100 {
+		return "", apperr.Param("Content-Type", "must be a media type of at most 100 characters")
+	}
+	return ct, nil
+}
+
+// reprDigest reads the announced SHA-256 from `Repr-Digest: sha-256=:<base64>:`.
+func reprDigest(c *gin.Context) ([sha256.Size]byte, error) {
+	var out [sha256.Size]byte
+	vals := c.Request.Header.Values(HeaderReprDigest)
+	if len(vals) == 0 {
+		return out, apperr.Param(HeaderReprDigest, "header is required: sha-256=:<base64 of the SHA-256 of the bytes>:")
+	}
+	dict, err := httpsfv.UnmarshalDictionary(vals)
+	if err != nil {
+		return out, apperr.Param(HeaderReprDigest, "is not a structured-field dictionary (RFC 9530): use sha-256=:<base64>:")
+	}
+	m, ok := dict.Get("sha-256")
+	if !ok {
+		return out, apperr.Param(HeaderReprDigest, "must carry a sha-256 digest: sha-256=:<base64>:")
+	}
+	item, ok := m.(httpsfv.Item)
+	b, isBytes := item.Value.([]byte)
+	if !ok || !isBytes || len(b) != sha256.Size {
+		return out, apperr.Param(HeaderReprDigest, "sha-256 must be a byte sequence of 32 bytes: sha-256=:<base64>:")
+	}
+	copy(out[:], b)
+	return out, nil
+}
+
+// receiveFile streams the request body into blob storage, hashing it on
+// the way; nothing is kept unless it matches Repr-Digest and the size limit.
+func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
+	ct, err := uploadContentType(c)
+	if err != nil {
+		return blob.Object{}, "", err
+	}
+	want, err := reprDigest(c)
+	if err != nil {
+		return blob.Object{}, "", err
+	}
+	tooLarge := apperr.New(apperr.PayloadTooLarge, "The file exceeds the limit of %d bytes.", a.cfg.MaxAssetBytes)
+	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
+		return blob.Object{}, "", tooLarge
+	}
+	// Files may take longer to arrive than a JSON body.
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(a.cfg.UploadTimeout))
+	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, want, a.cfg.MaxAssetBytes)
+	switch {
+	case errors.Is(err, blob.ErrTooLarge):
+		return blob.Object{}, "", tooLarge
+	case errors.Is(err, blob.ErrDigestMismatch):
+		return blob.Object{}, "", apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
+	case err != nil:
+		return blob.Object{}, "", err
+	}
+	return obj, ct, nil
+}
+
+// withURL signs a download URL, valid 15 minutes, into each item.
+func (a *API) withURL(c *gin.Context, restaurant string, items []model.FileItem) []model.FileItem {
+	exp := a.now().Add(urlLifetime)
+	for i := range items {
+		it := &items[i]
+		it.URL = a.blobs.DownloadURL(a.baseURL(c), restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
+		it.URLExpiresAt = model.Millis(exp.UnixMilli())
+	}
+	return items
+}
+
+// fileCollection is the 400 for uploads into collections without files.
+func fileCollection(name string) error {
+	if col, _ := catalog.Lookup(name); !col.CarriesFiles {
+		return apperr.Param("collection", "carries no files: only cleaning-task-pictures, traceability-labels and drive-files do")
+	}
+	return nil
+}
+
+// assetPut is the "device finishes sending" step of spec 3:
+// PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset.
+func (a *API) assetPut(c *gin.Context) {
+	restaurant, collection, recordID := c.Param("restaurantId"), c.Param("collection"), c.Param("recordId")
+	if err := fileCollection(collection); err != nil {
+		a.fail(c, err)
+		return
+	}
+	if !ids.Valid(recordID) {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
+	// Refuse before reading megabytes for a record that cannot take them.
+	if err := a.store.AssetUploadCheck(c.Request.Context(), restaurant, collection, recordID); err != nil {
+		a.fail(c, err)
+		return
+	}
+	obj, ct, err := a.receiveFile(c)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	env, replayed, err := a.store.AssetUploadApply(c.Request.Context(), store.Upload{RestaurantID: restaurant,
+		Collection: collection, RecordID: recordID, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	if replayed {
+		c.Header(HeaderReplayed, "true")
+	}
+	c.JSON(http.StatusOK, Data[model.Envelope]{Data: env})
+}
+
+// assetsList is GET .../records/:recordId/assets: verified uploads only.
+func (a *API) assetsList(c *gin.Context) {
+	restaurant, recordID := c.Param("restaurantId"), c.Param("recordId")
+	if !ids.Valid(recordID) {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
+	items, err := a.store.AssetList(c.Request.Context(), restaurant, c.Param("collection"), recordID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+}
+
+// deliveryImagePut is the provider's image upload:
+// PUT /v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId.
+func (a *API) deliveryImagePut(c *gin.Context) {
+	restaurant, deliveryID, imageID := c.Param("restaurantId"), c.Param("deliveryId"), c.Param("imageId")
+	if !ids.Valid(deliveryID) {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
+	if !ids.Valid(imageID) {
+		a.fail(c, apperr.Param("imageId", "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit"))
+		return
+	}
+	if _, err := a.store.DeliveryGet(c.Request.Context(), restaurant, deliveryID); err != nil {
+		a.fail(c, err)
+		return
+	}
+	obj, ct, err := a.receiveFile(c)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), restaurant, deliveryID, imageID,
+		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	if replayed {
+		c.Header(HeaderReplayed, "true")
+	}
+	c.JSON(http.StatusOK, Data[model.FileItem]{Data: a.withURL(c, restaurant, []model.FileItem{item})[0]})
+}
+
+// deliveryImagesList is GET .../deliveries/:deliveryId/images.
+func (a *API) deliveryImagesList(c *gin.Context) {
+	restaurant, deliveryID := c.Param("restaurantId"), c.Param("deliveryId")
+	if !ids.Valid(deliveryID) {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
+	items, err := a.store.DeliveryImageList(c.Request.Context(), restaurant, deliveryID)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+}
+
+// fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own
+// signature is its authorisation. Range and conditional requests are
+// handled by http.ServeContent.
+func (a *API) fileGet(c *gin.Context) {
+	restaurant, sha := c.Param("restaurantId"), c.Param("sha256")
+	var vals [3]string
+	for i, name := range []string{"type", "expires", "signature"} {
+		v, ok, err := queryOnce(c, name)
+		if err != nil || !ok {
+			a.fail(c, errInvalidURL)
+			return
+		}
+		vals[i] = v
+	}
+	if err := a.blobs.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
+		a.fail(c, errInvalidURL)
+		return
+	}
+	f, err := a.blobs.Open(sha)
+	if errors.Is(err, os.ErrNotExist) {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(a.cfg.UploadTimeout))
+	exp, _ := strconv.ParseInt(vals[1], 10, 64)
+	h := c.Writer.Header()
+	h.Set("Content-Type", vals[0])
+	h.Set("ETag", `"`+sha+`"`)
+	h.Set("Cache-Control", "private, max-age="+strconv.FormatInt(max(0, (exp-a.now().UnixMilli())/1000), 10))
+	// The bytes are the restaurant's, in a type its device declared: never
+	// let a browser render them as part of this origin.
+	h.Set("Content-Disposition", "attachment")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	http.ServeContent(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request, "", st.ModTime(), f)
+}
+
+// problemWriter turns the plain-text errors of http.ServeContent (416 for
+// an unsatisfiable Range, 412 for a failed If-Match) into problem documents.
+type problemWriter struct {
+	gin.ResponseWriter
+	a      *API
+	c      *gin.Context
+	failed bool
+}
+
+func (w *problemWriter) WriteHeader(code int) {
+	if code < 400 {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.failed = true
+	var err error
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		err = apperr.New(apperr.RangeNotSatisfiable, "The requested Range cannot be satisfied; Content-Range gives the file's size.")
+	case http.StatusPreconditionFailed:
+		err = apperr.New(apperr.PreconditionFailed, "If-Match or If-Unmodified-Since does not match the file.")
+	default:
+		err = fmt.Errorf("serving file: status %d", code)
+	}
+	p := w.a.problemFor(w.c, err)
+	body, _ := json.Marshal(p)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.ResponseWriter.WriteHeader(code)
+	_, _ = w.ResponseWriter.Write(body)
+}
+
+func (w *problemWriter) Write(b []byte) (int, error) {
+	if w.failed {
+		return len(b), nil // ServeContent's plain-text body, replaced above
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+var errInvalidURL = apperr.New(apperr.Forbidden, "The download URL is invalid or has expired; ask the API for a fresh one.")

@@ -1,0 +1,34 @@
+-- name: SessionInsert :one
+-- Serves POST /v1/mobile/sessions.
+INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
+VALUES (sqlc.arg(public_id), sqlc.arg(token_sha256), sqlc.arg(key_id), sqlc.arg(expires_at))
+RETURNING id;
+
+-- name: SessionGrantAdd :exec
+-- Serves POST /v1/mobile/sessions. session_grants_pkey.
+INSERT INTO session_grants (session_id, restaurant_id, scope)
+SELECT sqlc.arg(session_id), sqlc.arg(restaurant_id), unnest(sqlc.arg(scopes)::text[]);
+
+-- name: SessionDeleteExpired :exec
+-- Housekeeping when a key opens a session: drops its expired ones.
+-- mobile_sessions_key_idx.
+DELETE FROM mobile_sessions
+WHERE key_id = sqlc.arg(key_id) AND expires_at < now();
+
+-- name: SessionAuthLookup :one
+-- Serves every request made with a session token: the session, its key
+-- and both grant sets in one round trip. mobile_sessions_public_id_key,
+-- api_keys_pkey, key_grants_pkey and session_grants_pkey (prefix scans).
+SELECT s.id, s.public_id, s.token_sha256, s.expires_at,
+       k.id AS key_id, k.public_id AS key_public_id, k.expires_at AS key_expires_at, k.revoked_at AS key_revoked_at,
+       COALESCE((SELECT array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope) FROM key_grants g WHERE g.key_id = k.id),
+                '{}')::text[] AS key_grant_restaurants,
+       COALESCE((SELECT array_agg(g.scope ORDER BY g.restaurant_id, g.scope) FROM key_grants g WHERE g.key_id = k.id),
+                '{}')::text[] AS key_grant_scopes,
+       COALESCE((SELECT array_agg(sg.restaurant_id ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
+                '{}')::text[] AS session_grant_restaurants,
+       COALESCE((SELECT array_agg(sg.scope ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
+                '{}')::text[] AS session_grant_scopes
+FROM mobile_sessions s
+JOIN api_keys k ON k.id = s.key_id
+WHERE s.public_id = sqlc.arg(public_id);

@@ -1,0 +1,407 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/config"
+)
+
+func digestHeader(b []byte) string {
+	d := sha256.Sum256(b)
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(d[:]) + ":"
+}
+
+func sha256Hex(b []byte) string {
+	d := sha256.Sum256(b)
+	return hex.EncodeToString(d[:])
+}
+
+// upload PUTs raw bytes with the given headers (Content-Type and
+// Repr-Digest are only sent when non-empty).
+func (a *app) upload(key, path, contentType, digest string, body []byte) response {
+	a.t.Helper()
+	h := map[string]string{"Authorization": "Bearer " + key}
+	if contentType != "" {
+		h["Content-Type"] = contentType
+	}
+	if digest != "" {
+		h["Repr-Digest"] = digest
+	}
+	return a.do(req{Method: http.MethodPut, Path: path, Header: h, Body: bytes.NewReader(body)})
+}
+
+func assetPath(restaurant, collection, record string) string {
+	return "/v1/ingest/restaurants/" + restaurant + "/collections/" + collection + "/records/" + record + "/asset"
+}
+
+func assetsPath(restaurant, collection, record string) string {
+	return recordsPath(restaurant, collection) + "/" + record + "/assets"
+}
+
+type fileItem struct {
+	ID           string `json:"id"`
+	ContentType  string `json:"contentType"`
+	ByteLength   int64  `json:"byteLength"`
+	SHA256       string `json:"sha256"`
+	UploadedAt   string `json:"uploadedAt"`
+	URL          string `json:"url"`
+	URLExpiresAt string `json:"urlExpiresAt"`
+}
+
+func (a *app) fileList(key, path string) []fileItem {
+	a.t.Helper()
+	r := a.getAs(key, path)
+	require.Equal(a.t, http.StatusOK, r.Status, "%s", r.Body)
+	var out struct{ Data []fileItem }
+	r.JSON(a.t, &out)
+	return out.Data
+}
+
+// fetch GETs a signed URL with no credentials.
+func (a *app) fetch(rawURL string, kv ...string) response {
+	a.t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(a.t, err)
+	return a.get(u.RequestURI(), kv...)
+}
+
+func picture(objectKey string, extra map[string]any) map[string]any {
+	d := map[string]any{"timestamp": "1700000000000", "asset": map[string]any{"objectKey": objectKey, "status": "pending"}}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return d
+}
+
+func assetOf(t testing.TB, e envelopeDoc) map[string]any {
+	t.Helper()
+	var d struct{ Asset map[string]any }
+	require.NoError(t, json.Unmarshal(e.Data, &d))
+	return d.Asset
+}
+
+// storedBlobs lists the files in the app's blob directory.
+func (a *app) storedBlobs() []string {
+	a.t.Helper()
+	var out []string
+	require.NoError(a.t, filepath.WalkDir(a.cfg.BlobDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return err
+	}))
+	return out
+}
+
+// Pending -> uploaded (spec 3): absent from the assets endpoint until the
+// verified upload, then listed with a working signed URL whose bytes hash to
+// the sha256; the record's next walk shows status uploaded.
+func TestAssetPendingToUploaded(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_800_000_000_000)
+	a := newApp(t, withClock(func() time.Time { return now }), withConfig(func(c *config.Config) { c.BaseURL = "" }))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "cleaning-task-pictures:read"))
+	const col = "cleaning-task-pictures"
+
+	e := a.put(key, "r1", col, "pic-1", "m1", picture("photos/pic-1.jpg", nil))
+	require.Equal(t, map[string]any{"objectKey": "photos/pic-1.jpg", "status": "pending"}, assetOf(t, e))
+	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-1")), "a pending asset is absent")
+
+	jpeg := append([]byte{0xff, 0xd8, 0xff, 0xe0}, bytes.Repeat([]byte("photo"), 5000)...)
+	r := a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	var up struct{ Data envelopeDoc }
+	r.JSON(t, &up)
+	require.Equal(t, "2", up.Data.Sequence, "a new change in the record's stream")
+	require.Equal(t, map[string]any{"objectKey": "photos/pic-1.jpg", "status": "uploaded", "contentType": "image/jpeg",
+		"byteLength": float64(len(jpeg)), "sha256": sha256Hex(jpeg)}, assetOf(t, up.Data))
+
+	items := a.fileList(key, assetsPath("r1", col, "pic-1"))
+	require.Len(t, items, 1)
+	it := items[0]
+	require.Equal(t, "photos/pic-1.jpg", it.ID)
+	require.Equal(t, "image/jpeg", it.ContentType)
+	require.Equal(t, int64(len(jpeg)), it.ByteLength)
+	require.Equal(t, sha256Hex(jpeg), it.SHA256)
+	require.Equal(t, "1800000000000", it.UploadedAt)
+	require.Equal(t, "1800000900000", it.URLExpiresAt, "valid 15 minutes")
+	require.True(t, strings.HasPrefix(it.URL, a.srv.URL+"/v1/files/r1/"+it.SHA256+"?"), it.URL)
+	require.NotContains(t, it.URL, secretOf(key))
+
+	got := a.fetch(it.URL) // no Authorization header
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, sha256Hex(jpeg), sha256Hex(got.Body))
+	require.Equal(t, "image/jpeg", got.Header.Get("Content-Type"))
+	require.Equal(t, `"`+it.SHA256+`"`, got.Header.Get("ETag"))
+
+	walk := a.walkAll(key, "r1", col, 10)
+	require.Len(t, walk, 1)
+	require.Equal(t, "uploaded", assetOf(t, walk[0])["status"])
+
+	// The device, unaware, re-sends its snapshot saying pending: the
+	// service keeps what it verified.
+	e = a.put(key, "r1", col, "pic-1", "m2", picture("photos/pic-1.jpg", map[string]any{"part": 1.5}))
+	require.Equal(t, "uploaded", assetOf(t, e)["status"])
+	require.Equal(t, sha256Hex(jpeg), assetOf(t, e)["sha256"])
+	// A device claiming an upload the service never verified is pending.
+	claim := picture("photos/other.jpg", nil)
+	claim["asset"] = map[string]any{"objectKey": "photos/other.jpg", "status": "uploaded", "contentType": "image/png",
+		"byteLength": 3, "sha256": strings.Repeat("a", 64)}
+	e = a.put(key, "r1", col, "pic-2", "m3", claim)
+	require.Equal(t, map[string]any{"objectKey": "photos/other.jpg", "status": "pending"}, assetOf(t, e))
+	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-2")))
+
+	// Identical bytes again: idempotent.
+	again := a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg)
+	require.Equal(t, http.StatusOK, again.Status)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, string(r.Body), string(again.Body))
+	// Other bytes for the uploaded objectKey: conflict.
+	other := []byte("another photo")
+	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(other), other), http.StatusConflict, "conflict")
+
+	// Deleted: the assets list is empty, the record refuses uploads.
+	require.Equal(t, http.StatusOK, a.ingest(key, "r1", col, "pic-1", "m4", snapshot("r1", "pic-1", "m4", 1, true, nil)).Status)
+	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-1")))
+	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg), http.StatusNotFound, "not-found")
+}
+
+// Digest mismatch, missing or malformed digest, oversize, wrong
+// collection, unknown or deleted record: the right problem, and nothing
+// stored (no blob, no change).
+func TestAssetUploadRejects(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = 1000 }))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "drive-files:write", "areas:write", "traceability-labels:read"))
+	const col = "cleaning-task-pictures"
+	a.put(key, "r1", col, "pic", "m1", picture("p.jpg", nil))
+	a.put(key, "r1", "areas", "a1", "m2", area("Kitchen"))
+	a.put(key, "r1", "drive-files", "doc", "m3", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1})
+	a.put(key, "r1", col, "gone", "m4", picture("g.jpg", nil))
+	require.Equal(t, http.StatusOK, a.ingest(key, "r1", col, "gone", "m5", snapshot("r1", "gone", "m5", 1, true, nil)).Status)
+	var changes int
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&changes))
+
+	body := []byte("jpeg bytes")
+	okDigest := digestHeader(body)
+	cases := []struct {
+		name, path, ct, digest string
+		body                   []byte
+		status                 int
+		suffix, param          string
+	}{
+		{"digest mismatch", assetPath("r1", col, "pic"), "image/jpeg", digestHeader([]byte("other")), body, 400, "invalid-request", "Repr-Digest"},
+		{"missing digest", assetPath("r1", col, "pic"), "image/jpeg", "", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest not a dictionary", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=abc", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest of another algorithm", assetPath("r1", col, "pic"), "image/jpeg", "sha-512=:" + base64.StdEncoding.EncodeToString(make([]byte, 64)) + ":", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest too short", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=:AAAA:", body, 400, "invalid-request", "Repr-Digest"},
+		{"hex digest", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=" + sha256Hex(body), body, 400, "invalid-request", "Repr-Digest"},
+		{"missing content type", assetPath("r1", col, "pic"), "", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"bad content type", assetPath("r1", col, "pic"), "not a type", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"oversize", assetPath("r1", col, "pic"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", ""},
+		{"collection without files", assetPath("r1", "areas", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
+		{"unknown collection", assetPath("r1", "fridges", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
+		{"unknown record", assetPath("r1", col, "nope"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+		{"deleted record", assetPath("r1", col, "gone"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+		{"record without asset", assetPath("r1", "drive-files", "doc"), "application/pdf", okDigest, body, 409, "conflict", ""},
+		{"no write scope", assetPath("r1", "traceability-labels", "x"), "image/jpeg", okDigest, body, 403, "forbidden", ""},
+		{"ungranted restaurant", assetPath("r2", col, "pic"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := requireProblem(t, a.upload(key, tc.path, tc.ct, tc.digest, tc.body), tc.status, tc.suffix)
+			if tc.param != "" {
+				require.Equal(t, tc.param, p.Errors[0].Parameter)
+			}
+		})
+	}
+	require.Empty(t, a.storedBlobs(), "nothing kept in blob storage")
+	var after int
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&after))
+	require.Equal(t, changes, after, "no change written")
+
+	// Exactly at the limit is fine.
+	limit := bytes.Repeat([]byte("x"), 1000)
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", col, "pic"), "image/jpeg", digestHeader(limit), limit).Status)
+}
+
+// Identical uploads racing: one change, all answered 200.
+func TestAssetUploadRace(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "traceability-labels:write", "traceability-labels:read"))
+	a.put(key, "r1", "traceability-labels", "l1", "m1", map[string]any{"timestamp": "1", "asset": map[string]any{"objectKey": "l1.png", "status": "pending"}})
+	png := []byte("\x89PNG label bytes")
+	var wg sync.WaitGroup
+	res := make([]response, 10)
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i] = a.upload(key, assetPath("r1", "traceability-labels", "l1"), "image/png", digestHeader(png), png)
+		}()
+	}
+	wg.Wait()
+	originals := 0
+	for _, r := range res {
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		if r.Header.Get("Idempotent-Replayed") == "" {
+			originals++
+		}
+	}
+	require.Equal(t, 1, originals)
+	require.Len(t, a.walkAll(key, "r1", "traceability-labels", 10), 1)
+	var n int
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&n))
+	require.Equal(t, 2, n, "the snapshot and one upload change")
+}
+
+func TestSignedURLs(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_800_000_000_000)
+	a := newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+	pdf := []byte("%PDF-1.7 " + strings.Repeat("haccp plan ", 100))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "plan.pdf", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "plan.pdf", "status": "pending"}})
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1"), "application/pdf", digestHeader(pdf), pdf).Status)
+	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+
+	ok := a.fetch(u)
+	require.Equal(t, http.StatusOK, ok.Status)
+	require.Equal(t, pdf, ok.Body)
+	require.Equal(t, "application/pdf", ok.Header.Get("Content-Type"))
+	require.Equal(t, "attachment", ok.Header.Get("Content-Disposition"))
+	require.Equal(t, "nosniff", ok.Header.Get("X-Content-Type-Options"))
+
+	part := a.fetch(u, "Range", "bytes=0-7")
+	require.Equal(t, http.StatusPartialContent, part.Status)
+	require.Equal(t, "%PDF-1.7", string(part.Body))
+	require.Equal(t, "bytes 0-7/"+strconv.Itoa(len(pdf)), part.Header.Get("Content-Range"))
+	require.Equal(t, http.StatusNotModified, a.fetch(u, "If-None-Match", ok.Header.Get("ETag")).Status)
+	p := requireProblem(t, a.fetch(u, "Range", "bytes=99999-"), http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
+	require.NotEmpty(t, p.Detail)
+	requireProblem(t, a.fetch(u, "If-Match", `"other"`), http.StatusPreconditionFailed, "precondition-failed")
+	head := a.do(req{Method: http.MethodHead, Path: mustRequestURI(t, u)})
+	require.Equal(t, http.StatusOK, head.Status)
+	require.Equal(t, strconv.Itoa(len(pdf)), head.Header.Get("Content-Length"))
+
+	// Any character changed: refused.
+	parsed, err := url.Parse(u)
+	require.NoError(t, err)
+	uri := parsed.RequestURI()
+	for i := 0; i < len(uri); i++ {
+		if uri[i] == '/' || uri[i] == '?' || uri[i] == '&' || uri[i] == '=' {
+			continue
+		}
+		b := []byte(uri)
+		if b[i] == '0' {
+			b[i] = '1'
+		} else {
+			b[i] = '0'
+		}
+		r := a.get(string(b))
+		require.NotEqual(t, http.StatusOK, r.Status, "changed at %d: %s", i, b)
+		require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusBadRequest}, r.Status, "changed at %d: %s", i, b)
+		require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
+	}
+	requireProblem(t, a.get(parsed.Path), http.StatusForbidden, "forbidden")
+
+	// Expired after 15 minutes.
+	mu.Lock()
+	now = now.Add(15*time.Minute - time.Second)
+	mu.Unlock()
+	require.Equal(t, http.StatusOK, a.fetch(u).Status)
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	requireProblem(t, a.fetch(u), http.StatusForbidden, "forbidden")
+}
+
+// Downloads are limited per client IP, not per key.
+func TestSignedURLRateLimitedPerIP(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRateLimit(3))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "n", "status": "pending"}})
+	b := []byte("x")
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1"), "text/plain", digestHeader(b), b).Status)
+	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+	for i := 0; i < 3; i++ {
+		r := a.fetch(u)
+		require.Equal(t, http.StatusOK, r.Status)
+		require.NotEmpty(t, r.Header.Get("X-RateLimit-Limit"))
+	}
+	require429(t, a.fetch(u))
+}
+
+func TestDeliveryImages(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	provider := a.newKey(grant("r1", "deliveries:write", "delivery-images:write"))
+	readOne := a.newKey(grant("r1", "deliveries:read"))
+	readBoth := a.newKey(grant("r1", "deliveries:read", "delivery-images:read"))
+	onlyImages := a.newKey(grant("r1", "delivery-images:read"))
+	require.Equal(t, http.StatusOK, a.putJSON(provider, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 1000)).Status)
+	imgPath := func(d, i string) string { return "/v1/ingest/restaurants/r1/deliveries/" + d + "/images/" + i }
+	list := "/v1/restaurants/r1/deliveries/d1/images"
+
+	require.Empty(t, a.fileList(readBoth, list))
+	b1, b2 := []byte("crate photo"), []byte("label photo")
+	r := a.upload(provider, imgPath("d1", "img-2"), "image/jpeg", digestHeader(b2), b2)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.Equal(t, http.StatusOK, a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b1), b1).Status)
+
+	p := requireProblem(t, a.getAs(readOne, list), http.StatusForbidden, "forbidden")
+	require.Contains(t, p.Detail, "delivery-images:read")
+	requireProblem(t, a.getAs(onlyImages, list), http.StatusForbidden, "forbidden")
+	items := a.fileList(readBoth, list)
+	require.Len(t, items, 2)
+	require.Equal(t, "img-1", items[0].ID, "ordered by id")
+	require.Equal(t, "image/png", items[0].ContentType)
+	require.Equal(t, int64(len(b1)), items[0].ByteLength)
+	require.Equal(t, sha256Hex(b1), items[0].SHA256)
+	require.Equal(t, b1, a.fetch(items[0].URL).Body)
+	require.Equal(t, b2, a.fetch(items[1].URL).Body)
+
+	again := a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b1), b1)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	requireProblem(t, a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b2), b2), http.StatusConflict, "conflict")
+	requireProblem(t, a.upload(provider, imgPath("nope", "img-1"), "image/png", digestHeader(b1), b1), http.StatusNotFound, "not-found")
+	requireProblem(t, a.upload(provider, imgPath("d1", "img-3"), "image/png", digestHeader(b2), b1), http.StatusBadRequest, "invalid-request")
+	requireProblem(t, a.upload(provider, imgPath("d1", "-bad"), "image/png", digestHeader(b1), b1), http.StatusBadRequest, "invalid-request")
+	requireProblem(t, a.getAs(readBoth, "/v1/restaurants/r1/deliveries/nope/images"), http.StatusNotFound, "not-found")
+	requireProblem(t, a.upload(readBoth, imgPath("d1", "img-9"), "image/png", digestHeader(b1), b1), http.StatusForbidden, "forbidden")
+	require.Len(t, a.fileList(readBoth, list), 2)
+}
+
+func mustRequestURI(t testing.TB, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u.RequestURI()
+}
