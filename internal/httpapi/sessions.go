@@ -127,4 +127,3 @@ func narrow(p *auth.Principal, req sessionRequest) ([]auth.Grant, error) {
 	}
 	return out, nil
 }
-
