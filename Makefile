@@ -14,7 +14,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test bench generate check-generated vet clean
+.PHONY: build run migrate test bench generate check-generated vet lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -45,6 +45,13 @@ check-generated:
 
 vet:
 	$(GO) vet ./...
+
+## lint-openapi: lint the generated OpenAPI document with spectral (pinned in .ci/package-lock.json).
+lint-openapi:
+	npm ci --prefix .ci --no-audit --no-fund --silent
+	tmp=$$(mktemp -d) && $(GO) run ./cmd/foodsafe openapi > $$tmp/openapi.json && \
+		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn; \
+		status=$$?; rm -rf $$tmp; exit $$status
 
 clean:
 	rm -rf bin .data

@@ -56,6 +56,8 @@ type app struct {
 	svc  *fsapp.App
 	srv  *httptest.Server
 	logs *logBuffer
+	// extraRoutes are paths a test registered itself: not in the contract.
+	extraRoutes []string
 }
 
 // store is the instance's store, for arranging data and checking effects.
@@ -116,10 +118,19 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc, err := fsapp.New(context.Background(), cfg, log, fsapp.Options{Now: o.now})
 	require.NoError(t, err)
-	if o.preStart != nil {
-		o.preStart(svc.Engine)
-	}
 	a := &app{t: t, cfg: cfg, svc: svc, logs: logs}
+	if o.preStart != nil {
+		before := map[string]bool{}
+		for _, r := range svc.Engine.Routes() {
+			before[r.Method+" "+r.Path] = true
+		}
+		o.preStart(svc.Engine)
+		for _, r := range svc.Engine.Routes() {
+			if !before[r.Method+" "+r.Path] {
+				a.extraRoutes = append(a.extraRoutes, r.Path)
+			}
+		}
+	}
 	a.srv = httptest.NewServer(svc.Engine)
 	t.Cleanup(func() {
 		a.srv.Close()
@@ -197,14 +208,24 @@ type req struct {
 	Body   io.Reader
 }
 
-// do sends a request to the app and reads the whole response.
+// do sends a request to the app, reads the whole response and holds the
+// exchange to the OpenAPI document.
 func (a *app) do(r req) response {
 	a.t.Helper()
 	if r.Method == "" {
 		r.Method = http.MethodGet
 	}
-	hr, err := http.NewRequest(r.Method, a.srv.URL+r.Path, r.Body)
+	var body []byte
+	if r.Body != nil {
+		var err error
+		body, err = io.ReadAll(r.Body)
+		require.NoError(a.t, err)
+	}
+	hr, err := http.NewRequest(r.Method, a.srv.URL+r.Path, bytes.NewReader(body))
 	require.NoError(a.t, err)
+	if r.Body == nil {
+		hr.Body, hr.ContentLength = http.NoBody, 0
+	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
 	}
@@ -213,7 +234,10 @@ func (a *app) do(r req) response {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(a.t, err)
-	return response{Status: res.StatusCode, Header: res.Header, Body: b}
+	out := response{Status: res.StatusCode, Header: res.Header, Body: b}
+	a.checkContract(exchange{Method: r.Method, URL: r.Path, Header: hr.Header, Body: body,
+		Status: out.Status, RHeader: out.Header, RBody: out.Body})
+	return out
 }
 
 // get is do for a bodiless GET with optional headers as key, value pairs.

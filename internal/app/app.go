@@ -76,8 +76,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
 	})
-	e := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
+	e, err := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
 		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Now: o.Now})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
 }
 

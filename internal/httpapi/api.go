@@ -15,9 +15,11 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/schema"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/version"
 )
 
 // Deps are the collaborators of the HTTP layer.
@@ -45,14 +47,29 @@ type API struct {
 	cursors *cursor.Codec
 	blobs   *blob.FS
 	now     func() time.Time
+	// openapiJSON is the document served at /openapi.json, built once.
+	openapiJSON []byte
 }
 
-// New builds the gin engine with every route of the route table.
-func New(d Deps) *gin.Engine {
+// New builds the gin engine with every route of the route table, and the
+// OpenAPI document from the same table; a document that does not validate
+// stops the start-up.
+func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
 		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now}
 	if a.now == nil {
 		a.now = time.Now
+	}
+	server := d.Config.BaseURL
+	if server == "" {
+		server = "/"
+	}
+	doc, err := Document(d.Schemas, openapi.Info{Version: version.Version, Server: server})
+	if err != nil {
+		return nil, err
+	}
+	if a.openapiJSON, err = marshalDocument(doc); err != nil {
+		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -79,5 +96,5 @@ func New(d Deps) *gin.Engine {
 	for _, r := range a.routes() {
 		e.Handle(r.Method, r.Path, a.chain(r)...)
 	}
-	return e
+	return e, nil
 }

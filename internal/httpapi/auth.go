@@ -116,20 +116,25 @@ func wwwAuthenticate(r auth.Reason) string {
 	return `Bearer realm="foodsafe", error="invalid_token"`
 }
 
-// needFunc names the scopes a request needs on its restaurant. It may fail
-// with a 400 (e.g. an unknown collection), which is checked after the
-// restaurant grant and before the scopes (spec 4.4 precedence).
-type needFunc func(c *gin.Context) ([]string, error)
+// need is what a route under /restaurants/:restaurantId requires there.
+type need struct {
+	// check names the scopes a request needs on its restaurant. It may fail
+	// with a 400 (e.g. an unknown collection), which is checked after the
+	// restaurant grant and before the scopes (spec 4.4 precedence).
+	check func(c *gin.Context) ([]string, error)
+	// names are the same scopes as the documentation writes them.
+	names []string
+}
 
-// scopes is a needFunc for fixed scopes.
-func scopes(s ...string) needFunc {
-	return func(*gin.Context) ([]string, error) { return s, nil }
+// scopes needs fixed scopes (none: any grant on the restaurant).
+func scopes(s ...string) *need {
+	return &need{check: func(*gin.Context) ([]string, error) { return s, nil }, names: s}
 }
 
 // authorize enforces spec 5.3 for routes under /restaurants/:restaurantId:
 // no grant for the restaurant is the one 404 (indistinguishable from a
 // missing resource), then the route's own 400s, then a missing scope is 403.
-func (a *API) authorize(need needFunc) gin.HandlerFunc {
+func (a *API) authorize(n *need) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p := principal(c)
 		r := c.Param("restaurantId")
@@ -137,7 +142,7 @@ func (a *API) authorize(need needFunc) gin.HandlerFunc {
 			a.fail(c, apperr.ErrNotFound)
 			return
 		}
-		want, err := need(c)
+		want, err := n.check(c)
 		if err != nil {
 			a.fail(c, err)
 			return

@@ -258,8 +258,9 @@ func (a *API) fileGet(c *gin.Context) {
 	http.ServeContent(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request, "", st.ModTime(), f)
 }
 
-// problemWriter turns the plain-text errors of http.ServeContent (416 for
-// an unsatisfiable Range, 412 for a failed If-Match) into problem documents.
+// problemWriter turns the plain-text errors of standard file servers
+// (http.ServeContent's 416 for an unsatisfiable Range and 412 for a failed
+// If-Match; 404s of the documentation assets) into problem documents.
 type problemWriter struct {
 	gin.ResponseWriter
 	a      *API
@@ -279,6 +280,8 @@ func (w *problemWriter) WriteHeader(code int) {
 		err = apperr.New(apperr.RangeNotSatisfiable, "The requested Range cannot be satisfied; Content-Range gives the file's size.")
 	case http.StatusPreconditionFailed:
 		err = apperr.New(apperr.PreconditionFailed, "If-Match or If-Unmodified-Since does not match the file.")
+	case http.StatusNotFound:
+		err = apperr.ErrNotFound
 	default:
 		err = fmt.Errorf("serving file: status %d", code)
 	}

@@ -23,13 +23,16 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 // collectionScope needs `<collection>:<access>` for the :collection path
 // parameter; an unknown collection is a 400, checked after the restaurant
 // grant and before the scope (spec 4.4).
-func collectionScope(access string) needFunc {
-	return func(c *gin.Context) ([]string, error) {
-		col, ok := catalog.Lookup(c.Param("collection"))
-		if !ok {
-			return nil, apperr.Param("collection", "is not one of the 24 collections (see GET /v1/restaurants/{restaurantId}/collections)")
-		}
-		return []string{col.Name + ":" + access}, nil
+func collectionScope(access string) *need {
+	return &need{
+		check: func(c *gin.Context) ([]string, error) {
+			col, ok := catalog.Lookup(c.Param("collection"))
+			if !ok {
+				return nil, apperr.Param("collection", "is not one of the 24 collections (see GET /v1/restaurants/{restaurantId}/collections)")
+			}
+			return []string{col.Name + ":" + access}, nil
+		},
+		names: []string{"<collection>:" + access},
 	}
 }
 

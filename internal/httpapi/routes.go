@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"strings"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/openapi"
 )
 
 // access says who may call a route and how it is rate limited.
@@ -19,55 +22,165 @@ const (
 )
 
 // route is one entry of the route table: the single list that registers
-// handlers (and documents them).
+// the handlers and generates the OpenAPI document.
 type route struct {
 	Method string
 	Path   string
 	Access access
-	// Need, for routes under /v1/restaurants/:restaurantId, names the scopes
-	// the request needs on that restaurant.
-	Need    needFunc
+	// Need, for routes under /v1/restaurants/:restaurantId (and the ingest
+	// paths), names the scopes the request needs on that restaurant.
+	Need    *need
 	Handler gin.HandlerFunc
+	// Doc documents the route; method, path, security, rate limit and the
+	// failures implied by the fields above are filled in by op().
+	Doc openapi.Op
 }
+
+var (
+	deliveryWrites = []int{409, 413}
+	jsonBody       = func(schema string) openapi.Response { return openapi.Response{Schema: schema} }
+	replayable     = func(schema string) openapi.Response { return openapi.Response{Schema: schema, Replayable: true} }
+)
 
 // routes is the route table of the service.
 func (a *API) routes() []route {
 	return []route{
-		{Method: "GET", Path: "/health/live", Access: accessHealth, Handler: a.healthLive},
-		{Method: "GET", Path: "/health/ready", Access: accessHealth, Handler: a.healthReady},
-		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion},
+		{Method: "GET", Path: "/health/live", Access: accessHealth, Handler: a.healthLive, Doc: openapi.Op{
+			ID: "getLiveness", Tag: "Health", Summary: "The process is running",
+			Description: "Always 200 while the process runs. Not rate limited, not audited.", OK: jsonBody("HealthStatus")}},
+		{Method: "GET", Path: "/health/ready", Access: accessHealth, Handler: a.healthReady, Doc: openapi.Op{
+			ID: "getReadiness", Tag: "Health", Summary: "The process can serve traffic",
+			Description: "200 when the database answers within the probe timeout, else 503. Successful probes are not audited.",
+			OK:          jsonBody("HealthStatus"), Errors: []int{503}}},
+		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion, Doc: openapi.Op{
+			ID: "getVersion", Tag: "Health", Summary: "What is running",
+			Description: "Service version, commit, Go version and the database's schema version.", OK: jsonBody("VersionReport")}},
 
-		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList},
+		{Method: "GET", Path: "/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
+			ID: "getOpenAPIDocument", Tag: "Documentation", Summary: "This OpenAPI document",
+			Description: "Generated at start-up from the route table and the JSON Schemas; authoritative over prose.",
+			OK:          openapi.Response{Media: "application/json"}}},
+		{Method: "GET", Path: "/docs", Access: accessOpen, Handler: a.docsPage, Doc: openapi.Op{
+			ID: "getDocsPage", Tag: "Documentation", Summary: "Human-readable API documentation",
+			Description: "Swagger UI rendering /openapi.json, served from assets embedded in the binary.",
+			OK:          openapi.Response{Media: "text/html"}}},
+		{Method: "GET", Path: "/docs/:asset", Access: accessOpen, Handler: a.docsPage, Doc: openapi.Op{
+			ID: "getDocsAsset", Tag: "Documentation", Summary: "A file of the documentation page",
+			Description: "Scripts, styles and icons of the documentation page.",
+			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
+
+		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList, Doc: openapi.Op{
+			ID: "listRestaurants", Tag: "Restaurants", Summary: "Restaurants the key reaches",
+			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",
+			OK:          jsonBody("RestaurantList")}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveriesList},
+			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveriesList, Doc: openapi.Op{
+				ID: "listDeliveries", Tag: "Deliveries", Summary: "Deliveries in a time window, newest first",
+				Description: "occurredAt within [from, to] (both inclusive, at most 366 days apart), ordered by occurredAt " +
+					"descending then id descending. Keyset pages: follow nextCursor with the same from, to and limit; it is null " +
+					"on the last page. Poll incrementally with the newest occurredAt seen minus an hour as the next from, and " +
+					"deduplicate on id: devices upload late.",
+				Query: []string{"from", "to", "limit", "cursor"}, OK: jsonBody("DeliveryPage")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveryGet},
+			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveryGet, Doc: openapi.Op{
+				ID: "getDelivery", Tag: "Deliveries", Summary: "One delivery",
+				Description: "An unknown delivery and an ungranted restaurant are the same 404.", OK: jsonBody("DeliveryRecord")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesWrite), Handler: a.deliveryPut},
+			Need: scopes(catalog.DeliveriesWrite), Handler: a.deliveryPut, Doc: openapi.Op{
+				ID: "putDelivery", Tag: "Ingest", Summary: "Record a delivery (provider write path)",
+				Description: "Deliveries are immutable: the same content again answers 200 with Idempotent-Replayed: true; " +
+					"different content for an existing id is 409. restaurantId may be omitted; id and restaurantId must equal the path.",
+				Body: &openapi.Body{Schema: "Delivery", Example: "DeliveryBody"}, OK: replayable("DeliveryResult"), Errors: deliveryWrites}},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Handler: a.deliveryImagesList, Doc: openapi.Op{
+				ID: "listDeliveryImages", Tag: "Deliveries", Summary: "Photographs of a delivery, with signed URLs",
+				Description: "By image id. Each url works for 15 minutes without any header; store the bytes, not the link, " +
+					"and call again for fresh URLs.", OK: jsonBody("FileList")}},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId", Access: accessPartner,
+			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.deliveryImagePut, Doc: openapi.Op{
+				ID: "putDeliveryImage", Tag: "Ingest", Summary: "Upload a delivery photograph",
+				Description: "The body is the file; Repr-Digest carries its SHA-256 and nothing is stored unless it matches. " +
+					"The same bytes again replay; other bytes for an existing image id are 409.",
+				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("FileResult"), Errors: deliveryWrites}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,
-			Need: scopes(), Handler: a.collectionsList},
+			Need: scopes(), Handler: a.collectionsList, Doc: openapi.Op{
+				ID: "listCollections", Tag: "Collections", Summary: "Collections the key may read",
+				Description: "Only collections whose read scope the key holds on the restaurant, by name; an empty list is valid.",
+				OK:          jsonBody("CollectionList")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.recordsWalk},
+			Need: collectionScope("read"), Handler: a.recordsWalk, Doc: openapi.Op{
+				ID: "walkRecords", Tag: "Collections", Summary: "Walk a collection (a snapshot)",
+				Description: "By sequence ascending. The first page pins the stream position; later pages answer as of it: " +
+					"records changed or deleted during the walk appear once as they stood, records created after it do not. " +
+					"The cursor is bound to the restaurant, collection and limit and lasts 24 hours; refresh means a new walk. " +
+					"Reconcile by id, overwrite when sequence is higher, apply tombstones (deleted: true) as deletions. " +
+					"Failure order: no grant for the restaurant 404, unknown collection 400, missing scope 403.",
+				Query: []string{"limit", "cursor"}, OK: openapi.Response{Schema: "EnvelopePage", Example: "EnvelopePage"}}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.recordGet},
-		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId",
-			Access: accessPartner, Need: collectionScope("write"), Handler: a.recordPut},
-
+			Need: collectionScope("read"), Handler: a.recordGet, Doc: openapi.Op{
+				ID: "getRecord", Tag: "Collections", Summary: "One record's current state",
+				Description: "Tombstones included: a deleted record answers its tombstone.", OK: jsonBody("Envelope")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId/assets", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.assetsList},
+			Need: collectionScope("read"), Handler: a.assetsList, Doc: openapi.Op{
+				ID: "listRecordAssets", Tag: "Files", Summary: "Verified files of a record, with signed URLs",
+				Description: "Only uploads completed and verified; a pending asset is absent and a deleted record's list is empty. " +
+					"Only cleaning-task-pictures, traceability-labels and drive-files carry files.", OK: jsonBody("FileList")}},
+		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId",
+			Access: accessPartner, Need: collectionScope("write"), Handler: a.recordPut, Doc: openapi.Op{
+				ID: "ingestSnapshot", Tag: "Ingest", Summary: "Ingest a full snapshot of a record",
+				Description: "Idempotency-Key, the path and the body must agree on the mutationId. The same request again answers " +
+					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
+					"deleted: true submits a tombstone (data may be omitted). data.asset's status is set by the service.",
+				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
+				OK: replayable("EnvelopeResult"), Errors: []int{409, 413}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
-			Need: collectionScope("write"), Handler: a.assetPut},
-		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Handler: a.deliveryImagesList},
-		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId", Access: accessPartner,
-			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.deliveryImagePut},
-		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet},
-		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet},
+			Need: collectionScope("write"), Handler: a.assetPut, Doc: openapi.Op{
+				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",
+				Description: "The device finishes sending: the body is the file, Repr-Digest its SHA-256. On success the record " +
+					"gets a new change whose data.asset is uploaded with contentType, byteLength and sha256. Only for " +
+					"cleaning-task-pictures, traceability-labels and drive-files (others 400); 409 when the record names no " +
+					"asset or the asset was uploaded with other bytes.",
+				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("EnvelopeResult"), Errors: []int{409, 413}}},
 
-		{Method: "POST", Path: "/v1/mobile/sessions", Access: accessPartner, Handler: a.sessionCreate},
+		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
+		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("headFile", "A file's headers, with a signed URL")},
+
+		{Method: "POST", Path: "/v1/mobile/sessions", Access: accessPartner, Handler: a.sessionCreate, Doc: openapi.Op{
+			ID: "createMobileSession", Tag: "Sessions", Summary: "Exchange a device key for a session token",
+			Description: "Only device keys (holding write scopes). The optional body narrows the token to one restaurant and/or " +
+				"some scopes; asking for more than the key holds is 403. The token lives FOODSAFE_SESSION_TTL (default one hour, " +
+				"never beyond the key) and dies when the key is revoked or loses a grant the token carries.",
+			Body: &openapi.Body{Schema: "SessionRequest", Optional: true, Example: "SessionNarrow"},
+			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 413}}},
 	}
+}
+
+func fileDoc(id, summary string) openapi.Op {
+	return openapi.Op{ID: id, Tag: "Files", Summary: summary,
+		Description: "The URL's signature is its authorisation; changing any character or using it after `expires` is 403. " +
+			"Supports Range (206) and conditional requests (304, 412). Limited per client IP.",
+		Query: []string{"type", "expires", "signature"},
+		OK:    openapi.Response{Media: "*/*", Headers: []string{"ETag"}}, Extra: []int{206, 304},
+		Errors: []int{403, 404, 412, 416}}
+}
+
+// op completes a route's documentation from its access rules.
+func (r route) op() openapi.Op {
+	o := r.Doc
+	o.Method, o.Path = r.Method, r.Path
+	switch r.Access {
+	case accessOpen:
+		o.Limit = openapi.LimitIP
+	case accessPartner:
+		o.Auth, o.Limit = openapi.AuthBearer, openapi.LimitKey
+	}
+	if r.Need != nil {
+		o.UnderRestaurant = strings.Contains(r.Path, ":restaurantId")
+		o.Scopes = r.Need.names
+	}
+	return o
 }
 
 // chain is the handler list of a route: access control, then the handler.

@@ -1,0 +1,508 @@
+// Package openapi builds the service's OpenAPI 3.1 document at start-up
+// from the route table that registers the handlers (internal/httpapi) and
+// from the JSON Schemas in schemas/, with github.com/getkin/kin-openapi.
+// Nothing in it is written by hand per endpoint beyond what the route table
+// says, so the document cannot drift from the code; the contract tests hold
+// every response of the test suite to it.
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
+)
+
+// Auth says how an operation authenticates.
+type Auth int
+
+// Authentication kinds.
+const (
+	AuthNone Auth = iota
+	AuthBearer
+)
+
+// Limit says which rate-limit budget an operation counts against.
+type Limit int
+
+// Rate-limit kinds.
+const (
+	LimitNone Limit = iota
+	LimitKey
+	LimitIP
+)
+
+// Body describes a request body.
+type Body struct {
+	// Schema is a component schema name; empty with Binary.
+	Schema string
+	// Binary bodies are raw bytes of any media type (file uploads).
+	Binary   bool
+	Optional bool
+	// Example names a component example.
+	Example string
+}
+
+// Response describes the success response.
+type Response struct {
+	// Status defaults to 200.
+	Status int
+	// Schema is a component schema name for JSON bodies.
+	Schema string
+	// Media is the content type when not JSON ("*/*" for files,
+	// "text/html" for pages); empty Media and Schema: no body.
+	Media string
+	// Replayable responses may carry Idempotent-Replayed.
+	Replayable bool
+	// Headers are extra response header components.
+	Headers []string
+	// Example names a component example.
+	Example string
+}
+
+// Op is one documented operation, taken from the route table.
+type Op struct {
+	Method, Path string // Path in gin syntax (:param)
+	ID           string
+	Summary      string
+	Description  string
+	Tag          string
+	Auth         Auth
+	Limit        Limit
+	// UnderRestaurant operations answer 404 for ungranted restaurants and
+	// 403 for missing scopes.
+	UnderRestaurant bool
+	// Scopes, for the description.
+	Scopes []string
+	// Query and Headers name parameter components.
+	Query   []string
+	Headers []string
+	Body    *Body
+	OK      Response
+	// Extra lists further success statuses (e.g. 206, 304) with the same
+	// shape as OK.
+	Extra []int
+	// Errors lists statuses beyond those every operation of its kind has.
+	Errors []int
+}
+
+var pathParam = regexp.MustCompile(`:([A-Za-z0-9]+)`)
+
+// OpenAPIPath turns a gin route path into an OpenAPI path template.
+func OpenAPIPath(ginPath string) string {
+	return pathParam.ReplaceAllString(ginPath, "{$1}")
+}
+
+// Info is the document's identity.
+type Info struct {
+	Version string // service version, reported in x-service-version
+	Server  string // servers[0].url: the public base URL, or "/"
+}
+
+// Build assembles and validates the document. schemas maps schema file
+// names (without .json) to their documents.
+func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T, error) {
+	doc := &openapi3.T{
+		OpenAPI: "3.1.0",
+		Info: &openapi3.Info{
+			Title:   "foodsafe partner API",
+			Version: "1",
+			Description: "Food-safety records of restaurants for partners (deliveries and 24 record collections), " +
+				"the mobile app's snapshot ingest and file uploads. Every timestamp is epoch milliseconds as a string of " +
+				"digits. Every failure is an application/problem+json document. This document is generated from the " +
+				"running service and is authoritative.",
+			Extensions: map[string]any{"x-service-version": info.Version},
+			Contact:    &openapi3.Contact{Name: "foodsafe partner support", Email: "partners@foodsafe.example"},
+			License:    &openapi3.License{Name: "Proprietary", URL: "https://foodsafe.example/terms"},
+		},
+		Servers:    openapi3.Servers{{URL: info.Server, Description: "This deployment"}},
+		Paths:      openapi3.NewPaths(),
+		Components: &openapi3.Components{},
+		Tags:       tags(),
+	}
+	if err := addSchemas(doc, schemas); err != nil {
+		return nil, err
+	}
+	doc.Components.SecuritySchemes = openapi3.SecuritySchemes{
+		"bearerAuth": {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
+			Description: "A partner or device key `fsk_<public>.<secret>`, or a mobile session token `fst_<public>.<secret>`."}},
+	}
+	doc.Components.Parameters = parameters()
+	doc.Components.Headers = headers()
+	doc.Components.Responses = problemResponses()
+	doc.Components.Examples = examples()
+
+	for _, op := range ops {
+		if err := addOp(doc, op); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", op.Method, op.Path, err)
+		}
+	}
+	// Components were assembled from JSON; let the loader link every $ref.
+	if err := openapi3.NewLoader().ResolveRefsIn(doc, nil); err != nil {
+		return nil, fmt.Errorf("openapi references: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
+	return doc, nil
+}
+
+func tags() openapi3.Tags {
+	return openapi3.Tags{
+		{Name: "Health", Description: "Liveness, readiness and version; no authentication."},
+		{Name: "Restaurants", Description: "The restaurants a key reaches."},
+		{Name: "Deliveries", Description: "Goods-in deliveries by time window, and their photographs."},
+		{Name: "Collections", Description: "The 24 record collections: full walks over a change stream with tombstones."},
+		{Name: "Files", Description: "Verified uploads and their signed downloads."},
+		{Name: "Ingest", Description: "Write paths of the mobile app and the provider."},
+		{Name: "Sessions", Description: "Mobile session exchange."},
+		{Name: "Documentation", Description: "This document and its rendering."},
+	}
+}
+
+// componentName names the component of a schema file.
+func componentName(file string) string {
+	switch file {
+	case "delivery":
+		return "Delivery"
+	case "ingest":
+		return "IngestSnapshot"
+	case "session-request":
+		return "SessionRequest"
+	}
+	if c, ok := strings.CutSuffix(file, ".data"); ok {
+		return pascal(c) + "Data"
+	}
+	return pascal(file)
+}
+
+// pascal turns "idOrNull" or "cleaning-task-pictures" into "IdOrNull" or
+// "CleaningTaskPictures".
+func pascal(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		if r == '-' || r == '.' {
+			up = true
+			continue
+		}
+		if up {
+			b.WriteString(strings.ToUpper(string(r)))
+			up = false
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// addSchemas turns every schema file into components: whole files by name,
+// and the $defs of defs.json and responses.json as components of their
+// own, with references rewritten to #/components/schemas/.
+func addSchemas(doc *openapi3.T, files map[string]map[string]any) error {
+	out := map[string]any{}
+	for file, s := range files {
+		s = rewriteRefs(file, deepCopy(s)).(map[string]any)
+		defs, _ := s["$defs"].(map[string]any)
+		delete(s, "$defs")
+		delete(s, "$schema")
+		delete(s, "$id")
+		for name, d := range defs {
+			if file == "defs" {
+				name = pascal(name)
+			}
+			out[name] = d
+		}
+		if file != "defs" && file != "responses" {
+			out[componentName(file)] = s
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	var comps openapi3.Schemas
+	if err := json.Unmarshal(b, &comps); err != nil {
+		return fmt.Errorf("schemas: %w", err)
+	}
+	doc.Components.Schemas = comps
+	return nil
+}
+
+func rewriteRefs(file string, v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, c := range t {
+			if k == "$ref" {
+				if s, ok := c.(string); ok {
+					t[k] = "#/components/schemas/" + refTarget(file, s)
+				}
+				continue
+			}
+			t[k] = rewriteRefs(file, c)
+		}
+	case []any:
+		for i, c := range t {
+			t[i] = rewriteRefs(file, c)
+		}
+	}
+	return v
+}
+
+// refTarget names the component a schema reference points to.
+func refTarget(file, ref string) string {
+	doc, frag, _ := strings.Cut(ref, "#")
+	name := strings.TrimPrefix(frag, "/$defs/")
+	switch {
+	case doc == "" && file == "defs", doc == "defs.json":
+		return pascal(name)
+	case doc == "":
+		return name
+	default:
+		return componentName(strings.TrimSuffix(doc, ".json"))
+	}
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	b, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+const (
+	idPattern        = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`
+	timestampPattern = `^(0|[1-9][0-9]{0,18})$`
+)
+
+func stringSchema(pattern, desc string) *openapi3.SchemaRef {
+	return &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Pattern: pattern, Description: desc}}
+}
+
+func param(in, name string, required bool, desc string, s *openapi3.SchemaRef) *openapi3.ParameterRef {
+	return &openapi3.ParameterRef{Value: &openapi3.Parameter{In: in, Name: name, Required: required, Description: desc, Schema: s}}
+}
+
+func parameters() openapi3.ParametersMap {
+	id := func(desc string) *openapi3.SchemaRef { return stringSchema(idPattern, desc) }
+	names := make([]any, len(catalog.Collections))
+	for i, c := range catalog.Collections {
+		names[i] = c.Name
+	}
+	limit := openapi3.NewIntegerSchema().WithMin(1).WithMax(100)
+	limit.Default = 50
+	limit.Description = "Page size, 1 to 100, written in plain digits."
+	return openapi3.ParametersMap{
+		"restaurantId": param("path", "restaurantId", true, "Restaurant id.", id("Restaurant id.")),
+		"deliveryId":   param("path", "deliveryId", true, "Delivery id.", id("Delivery id.")),
+		"recordId":     param("path", "recordId", true, "Record id, unique within the collection.", id("Record id.")),
+		"mutationId":   param("path", "mutationId", true, "Identifier of this change; also the Idempotency-Key.", id("Mutation id.")),
+		"imageId":      param("path", "imageId", true, "Image id, unique within the delivery.", id("Image id.")),
+		"collection": param("path", "collection", true, "One of the 24 collections; any other name is a 400.",
+			&openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: names}}),
+		"sha256": param("path", "sha256", true, "SHA-256 of the file.", stringSchema(`^[0-9a-f]{64}$`, "64 lowercase hex characters.")),
+		"asset":  param("path", "asset", true, "A file of the documentation page.", stringSchema(`^[A-Za-z0-9._-]+$`, "Asset name.")),
+		"from":   param("query", "from", true, "Start of the window, inclusive: epoch milliseconds as digits.", stringSchema(timestampPattern, "Epoch milliseconds.")),
+		"to": param("query", "to", true, "End of the window, inclusive; to >= from and to - from at most 366 days.",
+			stringSchema(timestampPattern, "Epoch milliseconds.")),
+		"limit":  {Value: &openapi3.Parameter{In: "query", Name: "limit", Description: "Page size, 1 to 100; default 50.", Schema: limit.NewRef()}},
+		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters.", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
+		"type":   param("query", "type", true, "Media type the file is served as (part of the signed URL).", stringSchema("", "Media type.")),
+		"expires": param("query", "expires", true, "Expiry of the signed URL, epoch milliseconds (part of the signed URL).",
+			stringSchema(timestampPattern, "Epoch milliseconds.")),
+		"signature": param("query", "signature", true, "HMAC of the URL.", stringSchema(`^[0-9a-f]{64}$`, "Signature.")),
+		"IdempotencyKey": param("header", "Idempotency-Key", true, "Must equal the mutationId of the path and of the body.",
+			id("The mutation id.")),
+		"ReprDigest": param("header", "Repr-Digest", true, "SHA-256 of the body (RFC 9530): `sha-256=:<base64>:`. A mismatch stores nothing.",
+			stringSchema("", "Structured-field dictionary with a sha-256 byte sequence.")),
+		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters; generated otherwise.",
+			stringSchema(`^[!-~]{1,200}$`, "Request id.")),
+	}
+}
+
+func header(desc string, s *openapi3.Schema) *openapi3.HeaderRef {
+	return &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{Description: desc, Schema: s.NewRef()}}}
+}
+
+func headers() openapi3.Headers {
+	return openapi3.Headers{
+		"X-Request-ID":          header("The request id: the client's when sane, else generated.", openapi3.NewStringSchema()),
+		"X-RateLimit-Limit":     header("Requests allowed per minute for this key (or client IP).", openapi3.NewIntegerSchema()),
+		"X-RateLimit-Remaining": header("Requests left in the current window.", openapi3.NewIntegerSchema()),
+		"X-RateLimit-Reset":     header("Seconds until the window resets.", openapi3.NewIntegerSchema()),
+		"Retry-After":           header("Whole seconds to wait before retrying.", openapi3.NewIntegerSchema()),
+		"Idempotent-Replayed":   header("`true` when this answers a replay of an earlier, identical write.", openapi3.NewStringSchema().WithEnum("true")),
+		"WWW-Authenticate":      header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
+		"ETag":                  header("The file's sha256, quoted.", openapi3.NewStringSchema()),
+		"Content-Range":         header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
+	}
+}
+
+// problemStatuses lists the error statuses and their problem types.
+var problemStatuses = []struct {
+	status int
+	suffix string
+	detail string
+}{
+	{400, "invalid-request", "A parameter, header or body is missing or malformed; `errors` lists every violation."},
+	{401, "unauthorized", "No Authorization header, or a malformed, unknown, revoked or expired key, or a key without grants."},
+	{403, "forbidden", "The key holds a grant for the restaurant but not the scope this needs (or, for downloads, the URL is invalid or expired)."},
+	{404, "not-found", "No grant for the restaurant, or no such resource; indistinguishable."},
+	{409, "conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes)."},
+	{412, "precondition-failed", "If-Match or If-Unmodified-Since does not match the file."},
+	{413, "payload-too-large", "The body exceeds the configured limit."},
+	{416, "range-not-satisfiable", "The Range lies outside the file."},
+	{429, "rate-limit-exceeded", "The request budget is spent; retry after Retry-After seconds."},
+	{500, "internal-error", "Unexpected failure, already recorded; retry once, then report the requestId."},
+	{503, "dependency-unavailable", "A needed component (the database) is briefly unavailable; retry with backoff."},
+}
+
+func problemResponses() openapi3.ResponseBodies {
+	out := openapi3.ResponseBodies{}
+	for _, p := range problemStatuses {
+		desc := fmt.Sprintf("Problem `%s`: %s", p.suffix, p.detail)
+		r := &openapi3.Response{Description: &desc, Headers: openapi3.Headers{"X-Request-ID": {Ref: "#/components/headers/X-Request-ID"}}}
+		r.Content = openapi3.Content{"application/problem+json": &openapi3.MediaType{
+			Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/Problem"},
+			Examples: openapi3.Examples{p.suffix: {Value: &openapi3.Example{Value: map[string]any{
+				"type": "https://api.foodsafe.example/problems/" + p.suffix, "title": http.StatusText(p.status),
+				"status": p.status, "detail": p.detail, "instance": "/v1/restaurants/bistro-42/deliveries",
+				"requestId": "5JXHPLQUWBQ7F2ZK3VZQ4T2M6A"}}}},
+		}}
+		switch p.status {
+		case 401:
+			r.Headers["WWW-Authenticate"] = &openapi3.HeaderRef{Ref: "#/components/headers/WWW-Authenticate"}
+		case 429:
+			r.Headers["Retry-After"] = &openapi3.HeaderRef{Ref: "#/components/headers/Retry-After"}
+			for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+				r.Headers[h] = &openapi3.HeaderRef{Ref: "#/components/headers/" + h}
+			}
+		case 416:
+			r.Headers["Content-Range"] = &openapi3.HeaderRef{Ref: "#/components/headers/Content-Range"}
+		}
+		out[strconv.Itoa(p.status)] = &openapi3.ResponseRef{Value: r}
+	}
+	return out
+}
+
+// errorStatuses are the failures an operation can answer.
+func errorStatuses(op Op) []int {
+	set := map[int]bool{400: true, 500: true} // malformed query strings; unexpected failures
+	switch op.Limit {
+	case LimitKey, LimitIP:
+		set[429] = true
+	}
+	if op.Auth == AuthBearer {
+		set[401], set[503] = true, true
+	}
+	if op.UnderRestaurant {
+		set[404] = true
+		if len(op.Scopes) > 0 {
+			set[403] = true
+		}
+	}
+	for _, s := range op.Errors {
+		set[s] = true
+	}
+	out := make([]int, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func addOp(doc *openapi3.T, op Op) error {
+	path := OpenAPIPath(op.Path)
+	item := doc.Paths.Value(path)
+	if item == nil {
+		item = &openapi3.PathItem{}
+		doc.Paths.Set(path, item)
+	}
+	o := &openapi3.Operation{OperationID: op.ID, Summary: op.Summary, Tags: []string{op.Tag}, Responses: openapi3.NewResponses()}
+	o.Description = op.Description
+	if len(op.Scopes) > 0 {
+		o.Description += "\n\nScopes: " + strings.Join(op.Scopes, " and ") + " on the restaurant."
+	}
+	if op.Auth == AuthBearer {
+		o.Security = &openapi3.SecurityRequirements{{"bearerAuth": []string{}}}
+	} else {
+		o.Security = &openapi3.SecurityRequirements{}
+	}
+	for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
+		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + m[1]})
+	}
+	for _, q := range append(append([]string{}, op.Query...), op.Headers...) {
+		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + q})
+	}
+	o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/RequestId"})
+	if b := op.Body; b != nil {
+		rb := &openapi3.RequestBody{Required: !b.Optional}
+		if b.Binary {
+			rb.Description = "The file's bytes; Content-Type is its media type (1 to 100 characters)."
+			rb.Content = openapi3.Content{"*/*": &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}}
+		} else {
+			mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + b.Schema}}
+			if b.Example != "" {
+				mt.Examples = openapi3.Examples{b.Example: {Ref: "#/components/examples/" + b.Example}}
+			}
+			rb.Content = openapi3.Content{"application/json": mt}
+		}
+		o.RequestBody = &openapi3.RequestBodyRef{Value: rb}
+	}
+	ok := successResponse(op)
+	status := op.OK.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	o.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: ok})
+	for _, s := range op.Extra {
+		r := successResponse(op)
+		desc := http.StatusText(s)
+		r.Description = &desc
+		if s == http.StatusNotModified {
+			r.Content = nil
+		}
+		o.Responses.Set(strconv.Itoa(s), &openapi3.ResponseRef{Value: r})
+	}
+	for _, s := range errorStatuses(op) {
+		o.Responses.Set(strconv.Itoa(s), &openapi3.ResponseRef{Ref: "#/components/responses/" + strconv.Itoa(s)})
+	}
+	item.SetOperation(op.Method, o)
+	return nil
+}
+
+func successResponse(op Op) *openapi3.Response {
+	desc := op.Summary
+	r := &openapi3.Response{Description: &desc, Headers: openapi3.Headers{"X-Request-ID": {Ref: "#/components/headers/X-Request-ID"}}}
+	if op.Limit != LimitNone {
+		for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			r.Headers[h] = &openapi3.HeaderRef{Ref: "#/components/headers/" + h}
+		}
+	}
+	if op.OK.Replayable {
+		r.Headers["Idempotent-Replayed"] = &openapi3.HeaderRef{Ref: "#/components/headers/Idempotent-Replayed"}
+	}
+	for _, h := range op.OK.Headers {
+		r.Headers[h] = &openapi3.HeaderRef{Ref: "#/components/headers/" + h}
+	}
+	switch {
+	case op.OK.Schema != "":
+		mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + op.OK.Schema}}
+		if op.OK.Example != "" {
+			mt.Examples = openapi3.Examples{op.OK.Example: {Ref: "#/components/examples/" + op.OK.Example}}
+		}
+		r.Content = openapi3.Content{"application/json": mt}
+	case op.OK.Media != "":
+		r.Content = openapi3.Content{op.OK.Media: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}}
+	}
+	return r
+}

@@ -1,0 +1,125 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/openapi"
+)
+
+func TestOpenAPIDocumentServed(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/openapi.json")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+	doc, err := openapi3.NewLoader().LoadFromData(r.Body)
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()), "the served document validates")
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.Contains(t, doc.Components.SecuritySchemes, "bearerAuth")
+	for _, c := range catalog.Collections {
+		require.Contains(t, doc.Components.Schemas, pascalName(c.Name)+"Data", c.Name)
+	}
+	for _, h := range []string{"X-Request-ID", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "Idempotent-Replayed"} {
+		require.Contains(t, doc.Components.Headers, h)
+	}
+	for _, p := range []string{"IdempotencyKey", "ReprDigest", "RequestId"} {
+		require.Contains(t, doc.Components.Parameters, p)
+	}
+	for _, s := range []string{"400", "401", "403", "404", "409", "413", "429", "500", "503"} {
+		require.Contains(t, doc.Components.Responses, s)
+	}
+	// `foodsafe openapi` prints the same document.
+	cli := a.cli("openapi")
+	require.Equal(t, 0, cli.Code, cli.Stderr)
+	require.JSONEq(t, string(r.Body), cli.Stdout)
+}
+
+func pascalName(s string) string {
+	parts := strings.Split(s, "-")
+	for i, p := range parts {
+		parts[i] = strings.ToUpper(p[:1]) + p[1:]
+	}
+	return strings.Join(parts, "")
+}
+
+// Every route the server registers is documented, and every documented
+// operation is served.
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	ct, err := loadContract()
+	require.NoError(t, err)
+	registered := map[string]bool{}
+	for _, r := range a.svc.Engine.Routes() {
+		key := r.Method + " " + openapi.OpenAPIPath(r.Path)
+		registered[key] = true
+		item := ct.doc.Paths.Value(openapi.OpenAPIPath(r.Path))
+		require.NotNil(t, item, "%s is not documented", key)
+		require.NotNil(t, item.GetOperation(r.Method), "%s is not documented", key)
+	}
+	for path, item := range ct.doc.Paths.Map() {
+		for method := range item.Operations() {
+			require.True(t, registered[method+" "+path], "%s %s is documented but not served", method, path)
+		}
+	}
+	require.Len(t, registered, 21, "the route table, counted by hand")
+}
+
+func TestDocsPage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/docs")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Contains(t, r.Header.Get("Content-Type"), "text/html")
+	require.Contains(t, string(r.Body), "/openapi.json")
+	require.NotContains(t, string(r.Body), "cdn", "assets come from the binary")
+	js := a.get("/docs/swagger-ui-bundle.js")
+	require.Equal(t, http.StatusOK, js.Status)
+	require.Greater(t, len(js.Body), 100_000)
+	requireProblem(t, a.get("/docs/nope.js"), http.StatusNotFound, "not-found")
+}
+
+// The contract check refuses what is off the document.
+func TestContractRejectsOffSpecExchanges(t *testing.T) {
+	t.Parallel()
+	ct, err := loadContract()
+	require.NoError(t, err)
+	jsonH := http.Header{"Content-Type": {"application/json"}}
+	problemH := http.Header{"Content-Type": {"application/problem+json"}}
+	bearer := http.Header{"Authorization": {"Bearer fsk_aaaaaaaaaaaaaaaa.x"}}
+	ok := exchange{Method: "GET", URL: "/health/live", Status: 200, RHeader: jsonH, RBody: []byte(`{"status":"ok"}`)}
+	require.NoError(t, ct.check(ok), "a conforming exchange passes")
+
+	for name, ex := range map[string]exchange{
+		"undocumented member": {Method: "GET", URL: "/health/live", Status: 200, RHeader: jsonH, RBody: []byte(`{"status":"ok","uptime":3}`)},
+		"wrong value":         {Method: "GET", URL: "/health/live", Status: 200, RHeader: jsonH, RBody: []byte(`{"status":"fine"}`)},
+		"undocumented status": {Method: "GET", URL: "/health/live", Status: 418, RHeader: jsonH, RBody: []byte(`{"status":"ok"}`)},
+		"undocumented type":   {Method: "GET", URL: "/health/live", Status: 200, RHeader: http.Header{"Content-Type": {"text/plain"}}, RBody: []byte(`ok`)},
+		"missing member": {Method: "GET", URL: "/v1/restaurants", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"data":[{"restaurantId":"r1"}]}`)},
+		"timestamp as number": {Method: "GET", URL: "/v1/restaurants/r1/deliveries/d1", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"id":"d1","restaurantId":"r1","occurredAt":1,"isCompliant":true,"supplier":{"id":"s","name":"n"},"temperatureRecords":[],"nonComplianceReasons":[],"correctiveActions":[],"commentary":null,"imageCount":0}`)},
+		"problem without requestId": {Method: "GET", URL: "/v1/restaurants", Status: 401, RHeader: problemH,
+			RBody: []byte(`{"type":"x/problems/unauthorized","title":"t","status":401,"detail":"d","instance":"/v1/restaurants"}`)},
+		"invalid request accepted": {Method: "GET", URL: "/v1/restaurants/r1/deliveries?from=yesterday&to=1", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"data":[],"nextCursor":null}`)},
+		"unauthenticated request accepted": {Method: "GET", URL: "/v1/restaurants", Status: 200, RHeader: jsonH, RBody: []byte(`{"data":[]}`)},
+		"undocumented route answering":     {Method: "GET", URL: "/v1/secret", Status: 200, RHeader: jsonH, RBody: []byte(`{}`)},
+		"envelope data of another shape": {Method: "GET", URL: "/v1/restaurants/r1/collections/areas/records/a1", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"id":"a1","restaurantId":"r1","collection":"areas","data":{"name":"x"},"deleted":false,"capturedAt":"1","receivedAt":"2","sequence":"1","mutationId":"m","sourceVersion":null,"payloadVersion":1,"stateKind":"received-shadow-snapshot"}`)},
+		"tombstone with data": {Method: "GET", URL: "/v1/restaurants/r1/collections/areas/records/a1", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"id":"a1","restaurantId":"r1","collection":"areas","data":{"name":"x","isDeleted":false},"deleted":true,"capturedAt":"1","receivedAt":"2","sequence":"1","mutationId":"m","sourceVersion":null,"payloadVersion":1,"stateKind":"received-shadow-snapshot"}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Error(t, ct.check(ex))
+		})
+	}
+}
