@@ -19,9 +19,14 @@ export DATABASE_URL
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
 
-## run: create the database if missing, migrate, serve on FOODSAFE_ADDR (default :8080).
+DEMO_KEY     := .data/demo-key
+
+## run: create the database if missing, migrate, load the demo restaurant on
+## first start (its key is kept in .data/demo-key), serve on FOODSAFE_ADDR.
 run: build
 	$(BIN) migrate --create-database
+	@if [ ! -s $(DEMO_KEY) ]; then mkdir -p .data && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); fi
+	@echo "demo key (kept in $(DEMO_KEY)): $$(cat $(DEMO_KEY))"
 	$(BIN) serve
 
 migrate: build
@@ -53,5 +58,6 @@ lint-openapi:
 		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn; \
 		status=$$?; rm -rf $$tmp; exit $$status
 
+## clean: remove the binary and local state (uploaded files, the demo key).
 clean:
 	rm -rf bin .data

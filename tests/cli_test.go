@@ -58,7 +58,7 @@ type cliResult struct {
 func (a *app) cli(args ...string) cliResult {
 	a.t.Helper()
 	cmd := exec.Command(foodsafeBinary(a.t), args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.cfg.DatabaseURL)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.cfg.DatabaseURL, "FOODSAFE_BLOB_DIR="+a.cfg.BlobDir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

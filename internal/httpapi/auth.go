@@ -196,7 +196,7 @@ func secondsUntil(t, now time.Time) int64 {
 // restaurantsList is GET /v1/restaurants (spec 4.2): the grants of the key,
 // restaurants and scopes sorted. It needs no query: the principal holds them.
 func (a *API) restaurantsList(c *gin.Context) {
-	c.JSON(http.StatusOK, List[model.RestaurantGrant]{Data: restaurantGrants(principal(c).Grants())})
+	c.PureJSON(http.StatusOK, List[model.RestaurantGrant]{Data: restaurantGrants(principal(c).Grants())})
 }
 
 func restaurantGrants(grants []auth.Grant) []model.RestaurantGrant {

@@ -70,7 +70,7 @@ func (a *API) deliveriesList(c *gin.Context) {
 		}
 		out.NextCursor = &next
 	}
-	c.JSON(http.StatusOK, out)
+	c.PureJSON(http.StatusOK, out)
 }
 
 // deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId.
@@ -85,7 +85,7 @@ func (a *API) deliveryGet(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, d)
+	c.PureJSON(http.StatusOK, d)
 }
 
 // Data wraps a single resource in {"data": ...}, the shape of write
@@ -140,7 +140,7 @@ func (a *API) deliveryPut(c *gin.Context) {
 	if replayed {
 		c.Header(HeaderReplayed, "true")
 	}
-	c.JSON(http.StatusOK, Data[model.Delivery]{Data: out})
+	c.PureJSON(http.StatusOK, Data[model.Delivery]{Data: out})
 }
 
 // HeaderReplayed marks an idempotent replay of an earlier write.

@@ -145,7 +145,7 @@ func (a *API) assetPut(c *gin.Context) {
 	if replayed {
 		c.Header(HeaderReplayed, "true")
 	}
-	c.JSON(http.StatusOK, Data[model.Envelope]{Data: env})
+	c.PureJSON(http.StatusOK, Data[model.Envelope]{Data: env})
 }
 
 // assetsList is GET .../records/:recordId/assets: verified uploads only.
@@ -160,7 +160,7 @@ func (a *API) assetsList(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
 }
 
 // deliveryImagePut is the provider's image upload:
@@ -193,7 +193,7 @@ func (a *API) deliveryImagePut(c *gin.Context) {
 	if replayed {
 		c.Header(HeaderReplayed, "true")
 	}
-	c.JSON(http.StatusOK, Data[model.FileItem]{Data: a.withURL(c, restaurant, []model.FileItem{item})[0]})
+	c.PureJSON(http.StatusOK, Data[model.FileItem]{Data: a.withURL(c, restaurant, []model.FileItem{item})[0]})
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images.
@@ -208,7 +208,7 @@ func (a *API) deliveryImagesList(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own

@@ -26,7 +26,7 @@ type VersionReport struct {
 }
 
 func (a *API) healthLive(c *gin.Context) {
-	c.JSON(http.StatusOK, HealthStatus{Status: "ok"})
+	c.PureJSON(http.StatusOK, HealthStatus{Status: "ok"})
 }
 
 // healthReady answers 200 only when the database answers within
@@ -40,7 +40,7 @@ func (a *API) healthReady(c *gin.Context) {
 		a.fail(c, apperr.New(apperr.DependencyUnavailable, "The database is not reachable."))
 		return
 	}
-	c.JSON(http.StatusOK, HealthStatus{Status: "ready"})
+	c.PureJSON(http.StatusOK, HealthStatus{Status: "ready"})
 }
 
 func (a *API) healthVersion(c *gin.Context) {
@@ -50,5 +50,5 @@ func (a *API) healthVersion(c *gin.Context) {
 	if v, err := a.store.SchemaVersion(ctx); err == nil {
 		r.SchemaVersion = &v
 	}
-	c.JSON(http.StatusOK, r)
+	c.PureJSON(http.StatusOK, r)
 }

@@ -48,7 +48,7 @@ func (a *API) collectionsList(c *gin.Context) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Collection < out[j].Collection })
-	c.JSON(http.StatusOK, List[model.CollectionDescriptor]{Data: out})
+	c.PureJSON(http.StatusOK, List[model.CollectionDescriptor]{Data: out})
 }
 
 // recordsWalk is GET .../collections/:collection/records: one page of a
@@ -85,7 +85,7 @@ func (a *API) recordsWalk(c *gin.Context) {
 		}
 		out.NextCursor = &cur
 	}
-	c.JSON(http.StatusOK, out)
+	c.PureJSON(http.StatusOK, out)
 }
 
 // recordGet is GET .../collections/:collection/records/:recordId: the
@@ -101,7 +101,7 @@ func (a *API) recordGet(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, e)
+	c.PureJSON(http.StatusOK, e)
 }
 
 // recordPut is the snapshot ingest of spec 4.6:
@@ -180,5 +180,5 @@ func (a *API) recordPut(c *gin.Context) {
 	if replayed {
 		c.Header(HeaderReplayed, "true")
 	}
-	c.JSON(http.StatusOK, Data[model.Envelope]{Data: env})
+	c.PureJSON(http.StatusOK, Data[model.Envelope]{Data: env})
 }

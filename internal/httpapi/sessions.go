@@ -70,7 +70,7 @@ func (a *API) sessionCreate(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, model.Session{AccessToken: issued.Full, TokenType: "Bearer",
+	c.PureJSON(http.StatusOK, model.Session{AccessToken: issued.Full, TokenType: "Bearer",
 		ExpiresAt: model.Millis(expires.UnixMilli()), Restaurants: restaurantGrants(grants)})
 }
 
