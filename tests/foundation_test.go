@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -270,4 +271,24 @@ func TestGracefulShutdownIsBounded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after the drain timeout")
 	}
+}
+
+// A database that cannot be reached is a retryable 503, never a 500.
+func TestDatabaseUnavailableIs503(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	st, err := store.Open(context.Background(), "postgres://postgres@"+dead+"/x?sslmode=disable&connect_timeout=1")
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.KeyForAuth(context.Background(), "aaaaaaaaaaaaaaaa")
+	require.Error(t, err)
+	require.True(t, store.Unavailable(err), "%v", err)
+	require.False(t, store.Unavailable(errors.New("some bug")))
+
+	a := newApp(t, withDatabaseURL("postgres://postgres@"+dead+"/x?sslmode=disable&connect_timeout=1"))
+	requireProblem(t, a.getAs("fsk_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "/v1/restaurants"),
+		http.StatusServiceUnavailable, "dependency-unavailable")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 // problemKind is one row of the code -> HTTP table.
@@ -50,7 +51,11 @@ type Problem struct {
 // logged with the request id, never returned.
 func (a *API) problemFor(c *gin.Context, err error) Problem {
 	e, ok := apperr.As(err)
-	if !ok {
+	switch {
+	case !ok && store.Unavailable(err):
+		e = &apperr.Error{Code: apperr.DependencyUnavailable, Detail: "The database is briefly unavailable; retry with backoff.", Cause: err}
+		a.log.WarnContext(c.Request.Context(), "database unavailable", slog.String("request_id", requestID(c)), slog.Any("error", err))
+	case !ok:
 		e = &apperr.Error{Code: apperr.Internal, Cause: err}
 	}
 	kind, known := problemKinds[e.Code]

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -70,3 +71,23 @@ func isUniqueViolation(err error, constraint string) bool {
 
 // isNoRows reports pgx's "no rows in result set".
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// Unavailable reports errors that mean the database could not be reached
+// or refused work for now (connection failures, timeouts, shutdown, too
+// many connections), as opposed to bugs: clients should retry those.
+func Unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // admin/crash shutdown, cannot connect now
+			pe.Code == "53300": // too many connections
+			return true
+		}
+	}
+	return false
+}
