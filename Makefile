@@ -14,7 +14,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test bench generate check-generated vet lint-openapi clean
+.PHONY: build run migrate test bench load generate check-generated vet lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -39,6 +39,11 @@ test:
 ## bench: the big-data benchmarks; not part of `make test`.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+## load: a load run on loopback against `make run` (start it with
+## FOODSAFE_RATE_LIMIT=1000000000); needs wrk.
+load:
+	tests/load/load.sh
 
 ## generate: regenerate internal/db from sql/ with the pinned sqlc.
 generate:

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -291,4 +292,25 @@ func TestDatabaseUnavailableIs503(t *testing.T) {
 	a := newApp(t, withDatabaseURL("postgres://postgres@"+dead+"/x?sslmode=disable&connect_timeout=1"))
 	requireProblem(t, a.getAs("fsk_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "/v1/restaurants"),
 		http.StatusServiceUnavailable, "dependency-unavailable")
+}
+
+// A client that goes away mid-request is recorded as 499, not as an
+// internal error of the service.
+func TestClientGoneIsNotAnInternalError(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rq := httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/restaurants/r1/deliveries?from=0&to=10", nil)
+	rq.Header.Set("Authorization", "Bearer "+key)
+	rec := httptest.NewRecorder()
+	a.svc.Engine.ServeHTTP(rec, rq)
+	require.Equal(t, 499, rec.Code)
+	require.Empty(t, rec.Body.String())
+	logs := a.logs.String()
+	require.NotContains(t, logs, "internal error")
+	require.Contains(t, logs, "client closed request")
+	require.Contains(t, logs, `"status":499`)
 }

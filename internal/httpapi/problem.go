@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -82,8 +83,20 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	}
 }
 
-// fail aborts the handler chain with a problem document for err.
+// statusClientClosedRequest records a request whose client went away before
+// the answer (nginx's 499); nobody reads the response.
+const statusClientClosedRequest = 499
+
+// fail aborts the handler chain with a problem document for err. When the
+// client has gone (its request context is cancelled), the failure is the
+// consequence, not a fault: it is recorded as 499, not as an internal error.
 func (a *API) fail(c *gin.Context, err error) {
+	if c.Request.Context().Err() != nil {
+		a.log.InfoContext(context.WithoutCancel(c.Request.Context()), "client closed request",
+			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		c.AbortWithStatus(statusClientClosedRequest)
+		return
+	}
 	p := a.problemFor(c, err)
 	c.Header("Content-Type", "application/problem+json")
 	c.Header("Cache-Control", "no-store")
