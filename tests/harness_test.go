@@ -249,3 +249,32 @@ func (a *app) get(path string, kv ...string) response {
 	}
 	return a.do(req{Path: path, Header: h})
 }
+
+// concurrently runs f n times at once and returns every response.
+func concurrently(n int, f func() response) []response {
+	var wg sync.WaitGroup
+	out := make([]response, n)
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// requireAppliedOnce asserts that all responses are 200 and exactly one is
+// not an idempotent replay.
+func requireAppliedOnce(t testing.TB, rs []response) {
+	t.Helper()
+	originals := 0
+	for _, r := range rs {
+		require.Equal(t, http.StatusOK, r.Status, "body: %s", r.Body)
+		if r.Header.Get("Idempotent-Replayed") == "" {
+			originals++
+		}
+	}
+	require.Equal(t, 1, originals)
+}

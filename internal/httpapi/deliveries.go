@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -60,17 +61,12 @@ func (a *API) deliveriesList(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	out := model.Page[model.Delivery]{Data: page}
+	var next any
 	if more {
 		last := page[len(page)-1]
-		next, err := a.cursors.Seal(cursorDeliveries, bind, store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}, 0)
-		if err != nil {
-			a.fail(c, err)
-			return
-		}
-		out.NextCursor = &next
+		next = store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}
 	}
-	c.PureJSON(http.StatusOK, out)
+	respondPage(a, c, cursorDeliveries, bind, page, next, 0)
 }
 
 // deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId.
@@ -92,6 +88,30 @@ func (a *API) deliveryGet(c *gin.Context) {
 // responses.
 type Data[T any] struct {
 	Data T `json:"data"`
+}
+
+// respondWritten answers a write with the resource as stored, marked when
+// it replays an earlier identical write.
+func respondWritten[T any](c *gin.Context, v T, replayed bool) {
+	if replayed {
+		c.Header(HeaderReplayed, "true")
+	}
+	c.PureJSON(http.StatusOK, Data[T]{Data: v})
+}
+
+// respondPage answers one page of a list, sealing next (nil on the last
+// page) into the cursor of the following page; ttl 0 never expires.
+func respondPage[T any](a *API, c *gin.Context, kind string, bind []string, items []T, next any, ttl time.Duration) {
+	out := model.Page[T]{Data: items}
+	if next != nil {
+		cur, err := a.cursors.Seal(kind, bind, next, ttl)
+		if err != nil {
+			a.fail(c, err)
+			return
+		}
+		out.NextCursor = &cur
+	}
+	c.PureJSON(http.StatusOK, out)
 }
 
 // deliveryPut is the provider's write path (our addition, spec 9.2):
@@ -137,10 +157,7 @@ func (a *API) deliveryPut(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	if replayed {
-		c.Header(HeaderReplayed, "true")
-	}
-	c.PureJSON(http.StatusOK, Data[model.Delivery]{Data: out})
+	respondWritten(c, out, replayed)
 }
 
 // HeaderReplayed marks an idempotent replay of an earlier write.

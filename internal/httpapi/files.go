@@ -142,10 +142,7 @@ func (a *API) assetPut(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	if replayed {
-		c.Header(HeaderReplayed, "true")
-	}
-	c.PureJSON(http.StatusOK, Data[model.Envelope]{Data: env})
+	respondWritten(c, env, replayed)
 }
 
 // assetsList is GET .../records/:recordId/assets: verified uploads only.
@@ -190,10 +187,7 @@ func (a *API) deliveryImagePut(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	if replayed {
-		c.Header(HeaderReplayed, "true")
-	}
-	c.PureJSON(http.StatusOK, Data[model.FileItem]{Data: a.withURL(c, restaurant, []model.FileItem{item})[0]})
+	respondWritten(c, a.withURL(c, restaurant, []model.FileItem{item})[0], replayed)
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images.

@@ -76,16 +76,11 @@ func (a *API) recordsWalk(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	out := model.Page[model.Envelope]{Data: page}
+	var nextPos any // a nil *WalkPos must stay a nil interface: no cursor
 	if next != nil {
-		cur, err := a.cursors.Seal(cursorRecords, bind, next, a.cfg.CursorTTL)
-		if err != nil {
-			a.fail(c, err)
-			return
-		}
-		out.NextCursor = &cur
+		nextPos = next
 	}
-	c.PureJSON(http.StatusOK, out)
+	respondPage(a, c, cursorRecords, bind, page, nextPos, a.cfg.CursorTTL)
 }
 
 // recordGet is GET .../collections/:collection/records/:recordId: the
@@ -177,8 +172,5 @@ func (a *API) recordPut(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	if replayed {
-		c.Header(HeaderReplayed, "true")
-	}
-	c.PureJSON(http.StatusOK, Data[model.Envelope]{Data: env})
+	respondWritten(c, env, replayed)
 }
