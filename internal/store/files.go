@@ -95,8 +95,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, u Upload, receivedAt int64
 		if err != nil {
 			return err
 		}
-		out = envelope(row.RestaurantID, row.Collection, row.RecordID, row.Sequence, row.MutationID, row.Deleted,
-			row.Data, row.CapturedAt, row.ReceivedAt, row.SourceVersion, row.PayloadVersion)
+		out = appliedEnvelope(row)
 		return nil
 	})
 	if errors.Is(err, errNoChange) {

@@ -79,8 +79,7 @@ func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) 
 		if err != nil {
 			return err
 		}
-		out = envelope(row.RestaurantID, row.Collection, row.RecordID, row.Sequence, row.MutationID, row.Deleted,
-			row.Data, row.CapturedAt, row.ReceivedAt, row.SourceVersion, row.PayloadVersion)
+		out = appliedEnvelope(row)
 		return nil
 	})
 	if errors.Is(err, errRaced) {
@@ -149,6 +148,12 @@ func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string,
 			r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion)
 	}
 	return page, next, nil
+}
+
+// appliedEnvelope is the wire form of a change just applied.
+func appliedEnvelope(r db.RecordApplyChangeRow) model.Envelope {
+	return envelope(r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
+		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion)
 }
 
 // envelope assembles the wire form of a stored version.
