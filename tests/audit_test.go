@@ -2,9 +2,12 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,4 +96,32 @@ func TestAuditFlushesOnInterval(t *testing.T) {
 		_, ok := findEvent(auditEvents(t, a), "interval-1")
 		return ok
 	}, 10*time.Second, 25*time.Millisecond)
+}
+
+// Hostile path bytes (invalid UTF-8, NUL, over-long ids) must not poison
+// the audit batch they land in.
+func TestAuditSurvivesHostilePaths(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.AuditFlushInterval = time.Hour }))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+	require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants", "X-Request-ID", "before").Status)
+	for i, p := range []string{"%FF%FE", "a%00b", strings.Repeat("%C3%A9", 150)} {
+		r := a.getAs(key, "/v1/restaurants/"+p+"/deliveries?from=0&to=1", "X-Request-ID", fmt.Sprintf("hostile-%d", i))
+		requireProblem(t, r, http.StatusNotFound, "not-found")
+	}
+	require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants", "X-Request-ID", "after").Status)
+	require.NoError(t, a.svc.Close(context.Background()))
+	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer st.Close()
+	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 100})
+	require.NoError(t, err)
+	for _, id := range []string{"before", "after", "hostile-0", "hostile-1", "hostile-2"} {
+		e, found := findEvent(events, id)
+		require.True(t, found, "%s recorded", id)
+		require.True(t, utf8.ValidString(e.RestaurantID))
+		require.NotContains(t, e.RestaurantID, "\x00")
+		require.LessOrEqual(t, utf8.RuneCountInString(e.RestaurantID), 200)
+	}
 }

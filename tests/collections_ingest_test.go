@@ -345,3 +345,21 @@ func loadCollectionFixturesNames(t testing.TB) []string {
 	}
 	return out
 }
+
+// Strings PostgreSQL cannot store (a NUL character) are a 400 naming the
+// member, never a 500.
+func TestIngestRejectsNUL(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "deliveries:write"))
+	raw := []byte(`{"id":"a1","restaurantId":"r1","mutationId":"m1","payloadVersion":1,"capturedAt":"1","sourceVersion":null,` +
+		`"deleted":false,"data":{"name":"Cold\u0000room","isDeleted":false}}`)
+	p := requireProblem(t, a.putRaw(key, ingestPath("r1", "areas", "a1", "m1"), "application/json", raw, "Idempotency-Key", "m1"),
+		http.StatusBadRequest, "invalid-request")
+	require.Equal(t, "/data/name", p.Errors[0].Pointer)
+
+	d := []byte(strings.Replace(string(mustJSON(t, deliveryJSON("d1", 1))), `"Driver late"`, `"Driver\u0000late"`, 1))
+	p = requireProblem(t, a.putRaw(key, "/v1/ingest/restaurants/r1/deliveries/d1", "application/json", d), http.StatusBadRequest, "invalid-request")
+	require.Equal(t, "/commentary", p.Errors[0].Pointer)
+}

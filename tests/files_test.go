@@ -216,6 +216,8 @@ func TestAssetUploadRejects(t *testing.T) {
 		{"hex digest", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=" + sha256Hex(body), body, 400, "invalid-request", "Repr-Digest"},
 		{"missing content type", assetPath("r1", col, "pic"), "", okDigest, body, 400, "invalid-request", "Content-Type"},
 		{"bad content type", assetPath("r1", col, "pic"), "not a type", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"non-ASCII content type", assetPath("r1", col, "pic"), "image/png; name=\"caf\xe9\"", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"content type over 100", assetPath("r1", col, "pic"), "image/png; x=" + strings.Repeat("a", 100), okDigest, body, 400, "invalid-request", "Content-Type"},
 		{"oversize", assetPath("r1", col, "pic"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", ""},
 		{"collection without files", assetPath("r1", "areas", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
 		{"unknown collection", assetPath("r1", "fridges", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},

@@ -11,6 +11,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -32,8 +33,12 @@ type Event struct {
 	Outcome string
 }
 
-// Sink persists a batch of events.
+// Sink persists a batch of events. It wraps ErrRejected when the database
+// refused the batch's data: retrying it cannot succeed.
 type Sink func(ctx context.Context, events []Event) error
+
+// ErrRejected marks a batch the database will never accept.
+var ErrRejected = errors.New("audit batch rejected")
 
 // Options tune the writer.
 type Options struct {
@@ -136,9 +141,9 @@ func (w *Writer) flush(batch []Event) []Event {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := w.sink(ctx, batch)
-	w.failing = err != nil
+	w.failing = err != nil && !errors.Is(err, ErrRejected)
 	if err != nil {
-		if len(batch) < w.opts.BufferSize {
+		if w.failing && len(batch) < w.opts.BufferSize {
 			w.log.Error("audit flush failed; will retry", "events", len(batch), "error", err)
 			return batch
 		}

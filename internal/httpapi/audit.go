@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,7 +26,7 @@ func (a *API) auditTrail(c *gin.Context) {
 		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
-		RestaurantID: truncate(c.Param("restaurantId"), 200),
+		RestaurantID: storableText(c.Param("restaurantId"), 200),
 		KeyPublicID:  c.GetString(ctxLogKeyID),
 		Outcome:      c.GetString(ctxAuditOutcome),
 	}
@@ -35,9 +36,13 @@ func (a *API) auditTrail(c *gin.Context) {
 	a.audit.Record(e)
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+// storableText makes client-controlled text fit a text column: valid UTF-8
+// (invalid bytes become U+FFFD), no NUL, at most n characters. Path
+// parameters are decoded bytes and can hold anything.
+func storableText(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n])
 	}
 	return s
 }

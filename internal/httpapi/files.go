@@ -36,10 +36,19 @@ func uploadContentType(c *gin.Context) (string, error) {
 	if ct == "" {
 		return "", apperr.Param("Content-Type", "header is required: the media type of the bytes")
 	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil || len(ct) > 100 {
-		return "", apperr.Param("Content-Type", "must be a media type of at most 100 characters")
+	if _, _, err := mime.ParseMediaType(ct); err != nil || len(ct) > 100 || !printableASCII(ct) {
+		return "", apperr.Param("Content-Type", "must be a media type of at most 100 printable ASCII characters")
 	}
 	return ct, nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // reprDigest reads the announced SHA-256 from `Repr-Digest: sha-256=:<base64>:`.

@@ -108,8 +108,9 @@ func Decode(body []byte) (map[string]any, error) {
 		return nil, apperr.New(apperr.Invalid, "The body must be a JSON object.")
 	}
 	var errs []apperr.FieldError
-	checkNumbers(obj, "", &errs)
+	checkStorable(obj, "", &errs)
 	if len(errs) > 0 {
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Pointer < errs[j].Pointer })
 		return nil, Invalid(errs)
 	}
 	return obj, nil
@@ -123,23 +124,39 @@ func jsonErrorText(err error) string {
 	return s
 }
 
-func checkNumbers(v any, ptr string, errs *[]apperr.FieldError) {
+// nulDetail explains the one character PostgreSQL text and jsonb refuse.
+const nulDetail = "must not contain the NUL character (U+0000)"
+
+// checkStorable walks a decoded body: numbers are made canonical (or
+// refused, see Decode), and strings or member names holding NUL, which
+// PostgreSQL cannot store, are refused.
+func checkStorable(v any, ptr string, errs *[]apperr.FieldError) {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, c := range t {
-			if n, ok := c.(json.Number); ok {
-				t[k] = canonicalNumber(n, ptr+"/"+escape(k), errs)
+			at := ptr + "/" + escape(k)
+			if strings.ContainsRune(k, 0) {
+				*errs = append(*errs, apperr.FieldError{Pointer: at, Detail: "member name " + nulDetail})
 				continue
 			}
-			checkNumbers(c, ptr+"/"+escape(k), errs)
+			if n, ok := c.(json.Number); ok {
+				t[k] = canonicalNumber(n, at, errs)
+				continue
+			}
+			checkStorable(c, at, errs)
 		}
 	case []any:
 		for i, c := range t {
+			at := ptr + "/" + strconv.Itoa(i)
 			if n, ok := c.(json.Number); ok {
-				t[i] = canonicalNumber(n, ptr+"/"+strconv.Itoa(i), errs)
+				t[i] = canonicalNumber(n, at, errs)
 				continue
 			}
-			checkNumbers(c, ptr+"/"+strconv.Itoa(i), errs)
+			checkStorable(c, at, errs)
+		}
+	case string:
+		if strings.ContainsRune(t, 0) {
+			*errs = append(*errs, apperr.FieldError{Pointer: ptr, Detail: nulDetail})
 		}
 	}
 }

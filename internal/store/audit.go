@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/db"
@@ -28,6 +33,11 @@ func (s *Store) AuditInsert(ctx context.Context, events []audit.Event) error {
 		}
 	}
 	_, err := s.q.AuditInsert(ctx, rows)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23")) {
+		// Data or integrity exception: the same batch would fail forever.
+		return fmt.Errorf("%w: %v", audit.ErrRejected, err)
+	}
 	return err
 }
 
