@@ -14,7 +14,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test bench load generate check-generated vet lint-openapi clean
+.PHONY: build run migrate test bench load fuzz generate check-generated vet lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -39,6 +39,13 @@ test:
 ## bench: the big-data benchmarks; not part of `make test`.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+## fuzz: run each fuzzer for FUZZTIME (default 60s); their seeds run in make test.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzBodies$$' -fuzztime $(FUZZTIME) ./internal/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/model
 
 ## load: a load run on loopback against `make run` (start it with
 ## FOODSAFE_RATE_LIMIT=1000000000); needs wrk.
