@@ -84,24 +84,11 @@ const NotFoundDetail = "The requested resource does not exist or is not accessib
 // ErrNotFound is the one 404.
 var ErrNotFound = &Error{Code: NotFound, Detail: NotFoundDetail}
 
-// Wrap marks err as an internal failure with a cause for the logs.
-func Wrap(err error, what string) *Error {
-	return &Error{Code: Internal, Detail: what, Cause: err}
-}
-
 // As returns err as an *Error when it is one.
 func As(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
-}
-
-// CodeOf reports the Code of err, Internal for foreign errors.
-func CodeOf(err error) Code {
-	if e, ok := As(err); ok {
-		return e.Code
-	}
-	return Internal
 }
 
 // WithCause returns a copy of e carrying cause for the logs.

@@ -79,9 +79,6 @@ func New(perMinute int, redisURL, prefix string, log *slog.Logger) (*Limiter, er
 	return l, nil
 }
 
-// Shared reports whether the limiter is configured to use Redis.
-func (l *Limiter) Shared() bool { return l.client != nil }
-
 // Close releases the Redis client.
 func (l *Limiter) Close() error {
 	if l.client != nil {

@@ -60,15 +60,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 	return s.q.SchemaVersion(ctx)
 }
 
-// isUniqueViolation reports a 23505 error, optionally on a named constraint.
-func isUniqueViolation(err error, constraint string) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "23505" {
-		return false
-	}
-	return constraint == "" || pe.ConstraintName == constraint
-}
-
 // isNoRows reports pgx's "no rows in result set".
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/moby/moby/api/types/network"
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -109,17 +108,6 @@ func URL(t testing.TB) string {
 		}
 	})
 	return withDatabase(serverURL, name)
-}
-
-// Pool returns a pool on a fresh database (see URL), closed when the test ends.
-func Pool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), URL(t))
-	if err != nil {
-		t.Fatalf("testdb: pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 func resolveServer() {
