@@ -23,6 +23,19 @@ func auditEvents(t testing.TB, a *app) []audit.Event {
 	return ev
 }
 
+// flushedAudit shuts the app down (flushing its audit writer) and reads
+// the trail through a fresh store, the app's pool being closed.
+func flushedAudit(t testing.TB, a *app) []audit.Event {
+	t.Helper()
+	require.NoError(t, a.svc.Close(context.Background()))
+	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer st.Close()
+	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 100})
+	require.NoError(t, err)
+	return events
+}
+
 func findEvent(events []audit.Event, requestID string) (audit.Event, bool) {
 	for _, e := range events {
 		if e.RequestID == requestID {
@@ -50,13 +63,7 @@ func TestAuditRecordsAndFlushesOnShutdown(t *testing.T) {
 	}
 	require.Empty(t, auditEvents(t, a), "nothing is written before the flush")
 
-	require.NoError(t, a.svc.Close(context.Background()))
-	// The app's pool is closed now; read through a fresh store.
-	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
-	require.NoError(t, err)
-	defer st.Close()
-	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 100})
-	require.NoError(t, err)
+	events := flushedAudit(t, a)
 
 	ok, found := findEvent(events, "audit-ok")
 	require.True(t, found)
@@ -111,12 +118,7 @@ func TestAuditSurvivesHostilePaths(t *testing.T) {
 		requireProblem(t, r, http.StatusNotFound, "not-found")
 	}
 	require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants", "X-Request-ID", "after").Status)
-	require.NoError(t, a.svc.Close(context.Background()))
-	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
-	require.NoError(t, err)
-	defer st.Close()
-	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: time.Now().Add(-time.Hour), Limit: 100})
-	require.NoError(t, err)
+	events := flushedAudit(t, a)
 	for _, id := range []string{"before", "after", "hostile-0", "hostile-1", "hostile-2"} {
 		e, found := findEvent(events, id)
 		require.True(t, found, "%s recorded", id)

@@ -121,20 +121,14 @@ func respondPage[T any](a *API, c *gin.Context, kind string, bind []string, item
 func (a *API) deliveryPut(c *gin.Context) {
 	restaurant, id := c.Param("restaurantId"), c.Param("deliveryId")
 	if !ids.Valid(id) {
-		a.fail(c, apperr.Param("deliveryId", "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit"))
+		a.fail(c, invalidID("deliveryId"))
 		return
 	}
-	body, err := a.readJSON(c)
+	doc, errs, err := a.decodeBody(c, "delivery")
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
-	doc, err := schema.Decode(body)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	errs := a.schemas.Validate("delivery", doc, "")
 	errs = append(errs, pathEcho(doc, "id", id, "deliveryId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
 	if s, ok := doc["occurredAt"].(string); ok && len(s) == 19 {

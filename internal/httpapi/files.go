@@ -178,7 +178,7 @@ func (a *API) deliveryImagePut(c *gin.Context) {
 		return
 	}
 	if !ids.Valid(imageID) {
-		a.fail(c, apperr.Param("imageId", "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit"))
+		a.fail(c, invalidID("imageId"))
 		return
 	}
 	if _, err := a.store.DeliveryGet(c.Request.Context(), restaurant, deliveryID); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/schema"
 )
 
 const (
@@ -114,4 +115,30 @@ func (a *API) readJSON(c *gin.Context) ([]byte, error) {
 		return nil, apperr.New(apperr.Invalid, "The body could not be read.").WithCause(err)
 	}
 	return body, nil
+}
+
+// decodeBody reads a JSON body, decodes it (schema.Decode) and validates it
+// against the named schema. A body that cannot be read or decoded is a
+// terminal error; schema violations are returned for the caller to extend
+// (path echoes) before answering.
+func (a *API) decodeBody(c *gin.Context, schemaName string) (map[string]any, []apperr.FieldError, error) {
+	body, err := a.readJSON(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.parseBody(body, schemaName)
+}
+
+// parseBody is decodeBody for a body already read.
+func (a *API) parseBody(body []byte, schemaName string) (map[string]any, []apperr.FieldError, error) {
+	doc, err := schema.Decode(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, a.schemas.Validate(schemaName, doc, ""), nil
+}
+
+// invalidID is the 400 for an ill-formed id in the path of a write.
+func invalidID(param string) error {
+	return apperr.Param(param, "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
 }

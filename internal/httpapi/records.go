@@ -106,7 +106,7 @@ func (a *API) recordPut(c *gin.Context) {
 	recordID, mutationID := c.Param("recordId"), c.Param("mutationId")
 	for _, p := range [][2]string{{"recordId", recordID}, {"mutationId", mutationID}} {
 		if !ids.Valid(p[1]) {
-			a.fail(c, apperr.Param(p[0], "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit"))
+			a.fail(c, invalidID(p[0]))
 			return
 		}
 	}
@@ -118,17 +118,11 @@ func (a *API) recordPut(c *gin.Context) {
 		a.fail(c, apperr.Param(HeaderIdempotencyKey, "header must equal the mutationId in the path"))
 		return
 	}
-	body, err := a.readJSON(c)
+	doc, errs, err := a.decodeBody(c, "ingest")
 	if err != nil {
 		a.fail(c, err)
 		return
 	}
-	doc, err := schema.Decode(body)
-	if err != nil {
-		a.fail(c, err)
-		return
-	}
-	errs := a.schemas.Validate("ingest", doc, "")
 	errs = append(errs, pathEcho(doc, "id", recordID, "recordId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
 	errs = append(errs, pathEcho(doc, "mutationId", mutationID, "mutationId")...)

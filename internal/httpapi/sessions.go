@@ -40,16 +40,14 @@ func (a *API) sessionCreate(c *gin.Context) {
 			return
 		}
 		if len(body) > 0 {
-			doc, err := schema.Decode(body)
+			doc, errs, err := a.parseBody(body, "session-request")
+			if err == nil && len(errs) > 0 {
+				err = schema.Invalid(errs)
+			}
+			if err == nil {
+				err = remarshal(doc, &req)
+			}
 			if err != nil {
-				a.fail(c, err)
-				return
-			}
-			if errs := a.schemas.Validate("session-request", doc, ""); len(errs) > 0 {
-				a.fail(c, schema.Invalid(errs))
-				return
-			}
-			if err := remarshal(doc, &req); err != nil {
 				a.fail(c, err)
 				return
 			}
