@@ -43,20 +43,20 @@ bench:
 ## fuzz: run each fuzzer for FUZZTIME (default 60s); their seeds run in make test.
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzBodies$$' -fuzztime $(FUZZTIME) ./internal/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzBodies$$' -fuzztime $(FUZZTIME) ./internal/validate
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
-	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/model
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/wire
 
 ## load: a load run on loopback against `make run` (start it with
 ## FOODSAFE_RATE_LIMIT=1000000000); needs wrk.
 load:
 	tests/load/load.sh
 
-## generate: regenerate internal/db from sql/ with the pinned sqlc.
+## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.
 generate:
 	$(SQLC) generate
 
-## check-generated: fail when internal/db is stale against sql/.
+## check-generated: fail when internal/store/internal/db is stale against sql/.
 check-generated:
 	$(SQLC) diff
 

@@ -107,8 +107,8 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	for i := 1; i <= 1000; i++ {
 		body := []byte(fmt.Sprintf(`{"name":"late-%d","isDeleted":false}`, i))
 		d := sha256.Sum256(body)
-		_, _, err := st.RecordIngest(ctx, store.Mutation{RestaurantID: "r1", Collection: "areas",
-			RecordID: fmt.Sprintf("rec-%d", i*997%n+1), MutationID: fmt.Sprintf("late-%d", i), Data: body,
+		_, _, err := st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas",
+			RecordID: fmt.Sprintf("rec-%d", i*997%n+1)}, MutationID: fmt.Sprintf("late-%d", i), Data: body,
 			CapturedAt: 1, PayloadVersion: 1, RequestSHA256: d[:]}, 1)
 		require.NoError(b, err)
 	}

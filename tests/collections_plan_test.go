@@ -34,8 +34,8 @@ func TestWalkPlans(t *testing.T) {
 	for i := 1; i <= 300; i++ {
 		body := []byte(fmt.Sprintf(`{"name":"v2-%d","isDeleted":false}`, i))
 		digest := sha256.Sum256(body)
-		_, _, err := st.RecordIngest(ctx, store.Mutation{RestaurantID: "r1", Collection: "areas",
-			RecordID: fmt.Sprintf("rec-%d", i*50), MutationID: fmt.Sprintf("upd-%d", i), Data: body,
+		_, _, err := st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas",
+			RecordID: fmt.Sprintf("rec-%d", i*50)}, MutationID: fmt.Sprintf("upd-%d", i), Data: body,
 			CapturedAt: 1, PayloadVersion: 1, RequestSHA256: digest[:]}, 1)
 		require.NoError(t, err)
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/openapi"
-	"github.com/foodsafe/foodsafe/internal/schema"
+	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
 // contract holds every exchange of the test suite to the OpenAPI document
@@ -54,7 +54,7 @@ func loadContract() (*contract, error) {
 }
 
 func newContract() (*contract, error) {
-	set, err := schema.Load()
+	set, err := validate.Load()
 	if err != nil {
 		return nil, err
 	}

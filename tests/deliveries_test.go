@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/config"
-	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // deliveryJSON is a complete valid delivery body.
@@ -39,18 +39,18 @@ func deliveryJSON(id string, occurredAt int64) map[string]any {
 // seedDelivery stores a delivery directly (fast), as the ingest path would.
 func (a *app) seedDelivery(restaurant, id string, occurredAt int64) {
 	a.t.Helper()
-	_, _, err := a.store().DeliveryCreate(context.Background(), model.Delivery{
-		ID: id, RestaurantID: restaurant, OccurredAt: model.Millis(occurredAt),
-		Supplier:             model.Supplier{ID: "s1", Name: "Supplier"},
-		TemperatureRecords:   []model.TemperatureRecord{},
+	_, _, err := a.store().DeliveryCreate(context.Background(), wire.Delivery{
+		ID: id, RestaurantID: restaurant, OccurredAt: wire.Millis(occurredAt),
+		Supplier:             wire.Supplier{ID: "s1", Name: "Supplier"},
+		TemperatureRecords:   []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
 	})
 	require.NoError(a.t, err)
 }
 
 type deliveryPage struct {
-	Data       []model.Delivery `json:"data"`
-	NextCursor *string          `json:"nextCursor"`
+	Data       []wire.Delivery `json:"data"`
+	NextCursor *string         `json:"nextCursor"`
 }
 
 func deliveriesPath(restaurant string, q url.Values) string {
@@ -91,15 +91,15 @@ func TestDeliveryWalkWithTies(t *testing.T) {
 	key := a.newKey(grant("r1", "deliveries:read"))
 	const base = int64(1_700_000_000_000)
 	// 1,000 deliveries on 50 distinct instants: 20-way ties everywhere.
-	want := make([]model.Delivery, 0, 1000)
+	want := make([]wire.Delivery, 0, 1000)
 	for i := 0; i < 1000; i++ {
 		occ := base + int64(i%50)*60_000
 		id := fmt.Sprintf("d-%03d-%x", i, i*7919%1000)
 		a.seedDelivery("r1", id, occ)
-		want = append(want, model.Delivery{ID: id, OccurredAt: model.Millis(occ)})
+		want = append(want, wire.Delivery{ID: id, OccurredAt: wire.Millis(occ)})
 	}
 	a.seedDelivery("r2", "other-restaurant", base) // never in r1's walk
-	slices.SortFunc(want, func(x, y model.Delivery) int {
+	slices.SortFunc(want, func(x, y wire.Delivery) int {
 		if x.OccurredAt != y.OccurredAt {
 			return int(y.OccurredAt - x.OccurredAt)
 		}
@@ -108,7 +108,7 @@ func TestDeliveryWalkWithTies(t *testing.T) {
 
 	pages := a.walkDeliveries(key, "r1", window(base, base+49*60_000, 7))
 	require.Len(t, pages, 143) // ceil(1000/7)
-	var got []model.Delivery
+	var got []wire.Delivery
 	for i, p := range pages {
 		if i < len(pages)-1 {
 			require.Len(t, p.Data, 7)
@@ -197,7 +197,7 @@ func TestDeliveryIncrementalPollingCatchesLateArrival(t *testing.T) {
 	a.seedDelivery("r1", "early", t0)
 	a.seedDelivery("r1", "newest", t0+5*hour)
 
-	stored := map[string]model.Delivery{}
+	stored := map[string]wire.Delivery{}
 	poll := func(from, to int64) (newest int64, fetched int) {
 		for _, p := range a.walkDeliveries(key, "r1", window(from, to, 2)) {
 			for _, d := range p.Data {
@@ -399,7 +399,7 @@ func TestDeliveryIngest(t *testing.T) {
 	first := a.putJSON(key, path, deliveryJSON("del-1", 1000))
 	require.Equal(t, http.StatusOK, first.Status, "body: %s", first.Body)
 	require.Empty(t, first.Header.Get("Idempotent-Replayed"))
-	var created struct{ Data model.Delivery }
+	var created struct{ Data wire.Delivery }
 	first.JSON(t, &created)
 	require.Equal(t, "r1", created.Data.RestaurantID, "restaurantId may be omitted; the path supplies it")
 

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fsapp "github.com/foodsafe/foodsafe/internal/app"
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/server"
@@ -286,8 +286,7 @@ func TestDatabaseUnavailableIs503(t *testing.T) {
 	defer st.Close()
 	_, err = st.KeyForAuth(context.Background(), "aaaaaaaaaaaaaaaa")
 	require.Error(t, err)
-	require.True(t, store.Unavailable(err), "%v", err)
-	require.False(t, store.Unavailable(errors.New("some bug")))
+	require.True(t, apperr.Is(err, apperr.DependencyUnavailable), "%v", err)
 
 	a := newApp(t, withDatabaseURL("postgres://postgres@"+dead+"/x?sslmode=disable&connect_timeout=1"))
 	requireProblem(t, a.getAs("fsk_aaaaaaaaaaaaaaaa.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "/v1/restaurants"),

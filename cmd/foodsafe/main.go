@@ -33,8 +33,8 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
-// run executes one command line and returns the exit status; tests call it
-// directly with their own streams.
+// run executes one command line and returns the exit status. Everything
+// goes to the given streams, so main stays a one-liner.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "foodsafe",

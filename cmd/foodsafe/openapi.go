@@ -9,7 +9,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/openapi"
-	"github.com/foodsafe/foodsafe/internal/schema"
+	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
 
@@ -23,15 +23,11 @@ func openapiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := schema.Load()
+			s, err := validate.Load()
 			if err != nil {
 				return err
 			}
-			server := cfg.BaseURL
-			if server == "" {
-				server = "/"
-			}
-			doc, err := httpapi.Document(s, openapi.Info{Version: version.Version, Server: server})
+			doc, err := httpapi.Document(s, openapi.Info{Version: version.Version, Server: openapi.ServerURL(cfg.BaseURL)})
 			if err != nil {
 				return err
 			}

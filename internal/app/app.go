@@ -21,9 +21,9 @@ import (
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
-	"github.com/foodsafe/foodsafe/internal/schema"
 	"github.com/foodsafe/foodsafe/internal/server"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
 // App is a running service instance.
@@ -42,44 +42,50 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New builds the service. Nothing here needs the database to be up.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*App, error) {
+// New builds the service. Nothing here needs the database to be up. On
+// any error, everything opened so far is closed again.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_ *App, err error) {
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, st.Close)
 	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
-	schemas, err := schema.Load()
+	undo = append(undo, func() { _ = lim.Close() })
+	schemas, err := validate.Load()
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	cursorKey, err := secretKey(cfg.CursorKey, "FOODSAFE_CURSOR_KEY", "cursors", log)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	blobs, err := blob.NewFS(cfg.BlobDir, blob.NewSigner(urlKey))
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
 	})
+	undo = append(undo, func() { _ = aw.Close(context.WithoutCancel(ctx)) })
 	e, err := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
 		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Now: o.Now})
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil

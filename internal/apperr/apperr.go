@@ -1,8 +1,9 @@
-// Package apperr holds the service's one error type. Every layer returns
-// *Error for failures a client should hear about; the HTTP layer maps each
-// Code to a problem document in a single table (httpapi/problem.go), and
-// anything that is not an *Error becomes an opaque 500 whose cause is only
-// logged.
+// Package apperr holds the service's one error type and the one table of
+// problem kinds. Every layer returns *Error for failures a client should
+// hear about; each Code has exactly one row in Kinds (status, title, when it
+// happens, whether to retry), which the problem documents, the OpenAPI
+// document and the problem pages all read. Anything that is not an *Error
+// becomes an opaque 500 whose cause is only logged.
 package apperr
 
 import (
@@ -29,6 +30,44 @@ const (
 	DependencyUnavailable Code = "dependency-unavailable"
 	Internal              Code = "internal-error"
 )
+
+// Kind is one row of the problem table.
+type Kind struct {
+	Code   Code
+	Status int
+	Title  string
+	// When says what causes it, for documentation.
+	When string
+	// Retry says whether and how a client retries (spec 7).
+	Retry string
+}
+
+// Kinds is the table of problem types, in status order. Nothing else in
+// the service chooses an error status.
+var Kinds = []Kind{
+	{Invalid, 400, "Invalid request", "A parameter, header or body is missing or malformed; `errors` lists every violation.", "No: fix the request."},
+	{Unauthorized, 401, "Unauthorized", "No Authorization header, or a malformed, unknown, revoked or expired key, or a key without grants.", "No."},
+	{Forbidden, 403, "Forbidden", "The key holds a grant for the restaurant but not the scope this needs (or, for downloads, the URL is invalid or expired).", "No."},
+	{NotFound, 404, "Not found", "No grant for the restaurant, or no such resource; indistinguishable.", "No."},
+	{MethodNotAllowed, 405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has.", "No: use a method from Allow."},
+	{Conflict, 409, "Conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes, an upload for a file the record no longer names).", "No."},
+	{PreconditionFailed, 412, "Precondition failed", "If-Match or If-Unmodified-Since does not match the file.", "No."},
+	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
+	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},
+	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent.", "Yes, after the seconds in Retry-After."},
+	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
+	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable.", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
+}
+
+// KindOf returns the row of code; unknown codes are internal errors.
+func KindOf(code Code) Kind {
+	for _, k := range Kinds {
+		if k.Code == code {
+			return k
+		}
+	}
+	return KindOf(Internal)
+}
 
 // FieldError locates one violation inside a request body or parameter set.
 type FieldError struct {
@@ -83,6 +122,12 @@ const NotFoundDetail = "The requested resource does not exist or is not accessib
 
 // ErrNotFound is the one 404.
 var ErrNotFound = &Error{Code: NotFound, Detail: NotFoundDetail}
+
+// Is reports whether err is an *Error of the given code.
+func Is(err error, code Code) bool {
+	e, ok := As(err)
+	return ok && e.Code == code
+}
 
 // As returns err as an *Error when it is one.
 func As(err error) (*Error, bool) {

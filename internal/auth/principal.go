@@ -103,20 +103,26 @@ func (k *KeyRecord) Check(c Credential, now time.Time) (*Principal, Reason) {
 		return nil, r
 	}
 	p := NewPrincipal(k.ID, k.PublicID, k.Grants)
-	if p.Empty() {
-		return nil, ReasonNoGrants
-	}
 	p.KeyExpiresAt = k.ExpiresAt
 	return p, ""
 }
 
 // usable reports why the key cannot be used at now, or "".
 func (k *KeyRecord) usable(now time.Time) Reason {
-	if k.RevokedAt != nil && !k.RevokedAt.After(now) {
+	return KeyState(k.RevokedAt, k.ExpiresAt, len(k.Grants), now)
+}
+
+// KeyState is the one rule of a key's state at now: revoked from its
+// revocation instant, expired from its expiry instant, unusable without
+// grants; "" when it is usable. Authentication and `keys list` both read it.
+func KeyState(revokedAt, expiresAt *time.Time, grants int, now time.Time) Reason {
+	switch {
+	case revokedAt != nil && !revokedAt.After(now):
 		return ReasonRevoked
-	}
-	if k.ExpiresAt != nil && !k.ExpiresAt.After(now) {
+	case expiresAt != nil && !expiresAt.After(now):
 		return ReasonExpired
+	case grants == 0:
+		return ReasonNoGrants
 	}
 	return ""
 }

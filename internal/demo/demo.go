@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -61,8 +62,11 @@ func Load(ctx context.Context, st *store.Store, h http.Handler, now time.Time) (
 	if _, err := st.RestaurantAdd(ctx, RestaurantID, ptr("Demo Bistro")); err != nil {
 		return Summary{}, err
 	}
-	if _, err := st.RecordGet(ctx, RestaurantID, "restaurants", RestaurantID); err == nil {
+	switch _, err := st.RecordGet(ctx, store.RecordKey{RestaurantID: RestaurantID, Collection: "restaurants", RecordID: RestaurantID}); {
+	case err == nil:
 		return Summary{}, ErrLoaded
+	case !apperr.Is(err, apperr.NotFound):
+		return Summary{}, err
 	}
 	writes := []string{catalog.DeliveriesWrite, catalog.DeliveryImagesWrite}
 	for _, c := range catalog.Collections {

@@ -1,7 +1,8 @@
-// Package httpapi is the HTTP face of the service: the route table, the
-// middleware chain and one file per resource. Handlers stay small: parse,
-// validate, one store call, respond. Errors travel as *apperr.Error and are
-// rendered by problem.go.
+// Package httpapi is the HTTP face of the service: the route table
+// (routes.go), the middleware chain (middleware.go, auth.go, ratelimit.go)
+// and one file per resource. Handlers stay small: parse, validate, call the
+// store, respond (respond.go). They return errors, *apperr.Error for
+// anything a client should hear about, and problem.go renders them.
 package httpapi
 
 import (
@@ -17,8 +18,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
-	"github.com/foodsafe/foodsafe/internal/schema"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
 
@@ -29,7 +30,7 @@ type Deps struct {
 	Log     *slog.Logger
 	Audit   *audit.Writer
 	Limiter *ratelimit.Limiter
-	Schemas *schema.Set
+	Schemas *validate.Set
 	Cursors *cursor.Codec
 	Blobs   *blob.FS
 	// Now is the clock (injected by tests); time.Now when nil.
@@ -43,7 +44,7 @@ type API struct {
 	log     *slog.Logger
 	audit   *audit.Writer
 	limiter *ratelimit.Limiter
-	schemas *schema.Set
+	schemas *validate.Set
 	cursors *cursor.Codec
 	blobs   *blob.FS
 	now     func() time.Time
@@ -60,11 +61,7 @@ func New(d Deps) (*gin.Engine, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	server := d.Config.BaseURL
-	if server == "" {
-		server = "/"
-	}
-	doc, err := Document(d.Schemas, openapi.Info{Version: version.Version, Server: server})
+	doc, err := Document(d.Schemas, openapi.Info{Version: version.Version, Server: openapi.ServerURL(d.Config.BaseURL)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,17 +1,10 @@
 package httpapi
 
 import (
-	"math"
-	"net/http"
-	"strconv"
-	"time"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/model"
-	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
 const (
@@ -68,13 +61,10 @@ func (a *API) resolve(c *gin.Context) (*auth.Principal, auth.Reason, string, err
 	if !ok {
 		return nil, auth.ReasonMalformed, "", nil
 	}
-	unavailable := func(err error) error {
-		return apperr.New(apperr.DependencyUnavailable, "Credentials cannot be checked right now.").WithCause(err)
-	}
 	if cred.Prefix == auth.TokenPrefix {
 		s, err := a.store.SessionForAuth(c.Request.Context(), cred.PublicID)
 		if err != nil {
-			return nil, "", "", unavailable(err)
+			return nil, "", "", err
 		}
 		if s == nil {
 			return nil, auth.ReasonUnknown, "", nil
@@ -85,7 +75,7 @@ func (a *API) resolve(c *gin.Context) (*auth.Principal, auth.Reason, string, err
 	}
 	k, err := a.store.KeyForAuth(c.Request.Context(), cred.PublicID)
 	if err != nil {
-		return nil, "", "", unavailable(err)
+		return nil, "", "", err
 	}
 	if k == nil {
 		return nil, auth.ReasonUnknown, cred.PublicID, nil
@@ -155,59 +145,4 @@ func (a *API) authorize(n *need) gin.HandlerFunc {
 		}
 		c.Next()
 	}
-}
-
-// limitOpen limits unauthenticated routes per client IP.
-func (a *API) limitOpen(c *gin.Context) {
-	if a.limitBy(c, "ip:"+c.ClientIP()) {
-		c.Next()
-	}
-}
-
-// limitBy counts the request against bucket, sets the X-RateLimit-* headers
-// and answers 429 when the budget is spent. It reports whether to go on.
-func (a *API) limitBy(c *gin.Context, bucket string) bool {
-	res := a.limiter.Take(c.Request.Context(), bucket)
-	setRateHeaders(c, res, a.now())
-	if !res.Reached {
-		return true
-	}
-	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
-	c.Set(ctxAuditOutcome, "rate-limited")
-	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
-	return false
-}
-
-// setRateHeaders writes the budget. X-RateLimit-Reset is in seconds until
-// the window resets (like Retry-After), not a timestamp: the spec keeps
-// timestamps as epoch milliseconds, and a delta needs no clock agreement.
-func setRateHeaders(c *gin.Context, r ratelimit.Result, now time.Time) {
-	h := c.Writer.Header()
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(r.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(r.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(secondsUntil(r.Reset, now), 10))
-}
-
-// secondsUntil rounds up, at least 1, so a client never retries early.
-func secondsUntil(t, now time.Time) int64 {
-	return max(1, int64(math.Ceil(t.Sub(now).Seconds())))
-}
-
-// restaurantsList is GET /v1/restaurants (spec 4.2): the grants of the key,
-// restaurants and scopes sorted. It needs no query: the principal holds them.
-func (a *API) restaurantsList(c *gin.Context) {
-	c.PureJSON(http.StatusOK, List[model.RestaurantGrant]{Data: restaurantGrants(principal(c).Grants())})
-}
-
-func restaurantGrants(grants []auth.Grant) []model.RestaurantGrant {
-	out := make([]model.RestaurantGrant, len(grants))
-	for i, g := range grants {
-		out[i] = model.RestaurantGrant{RestaurantID: g.RestaurantID, Scopes: g.Scopes}
-	}
-	return out
-}
-
-// List is the {"data": [...]} envelope of list responses.
-type List[T any] struct {
-	Data []T `json:"data"`
 }

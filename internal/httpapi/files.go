@@ -18,8 +18,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
-	"github.com/foodsafe/foodsafe/internal/model"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 const (
@@ -105,12 +105,12 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 }
 
 // withURL signs a download URL, valid 15 minutes, into each item.
-func (a *API) withURL(c *gin.Context, restaurant string, items []model.FileItem) []model.FileItem {
+func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) []wire.FileItem {
 	exp := a.now().Add(urlLifetime)
 	for i := range items {
 		it := &items[i]
 		it.URL = a.blobs.DownloadURL(a.baseURL(c), restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
-		it.URLExpiresAt = model.Millis(exp.UnixMilli())
+		it.URLExpiresAt = wire.Millis(exp.UnixMilli())
 	}
 	return items
 }
@@ -125,127 +125,108 @@ func fileCollection(name string) error {
 
 // assetPut is the "device finishes sending" step of spec 3:
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset.
-func (a *API) assetPut(c *gin.Context) {
-	restaurant, collection, recordID := c.Param("restaurantId"), c.Param("collection"), c.Param("recordId")
-	if err := fileCollection(collection); err != nil {
-		a.fail(c, err)
-		return
+func (a *API) assetPut(c *gin.Context) error {
+	k := recordKey(c)
+	if err := fileCollection(k.Collection); err != nil {
+		return err
 	}
-	if !ids.Valid(recordID) {
-		a.fail(c, apperr.ErrNotFound)
-		return
+	if !ids.Valid(k.RecordID) {
+		return apperr.ErrNotFound
 	}
 	// Refuse before reading megabytes for a record that cannot take them.
-	if err := a.store.AssetUploadCheck(c.Request.Context(), restaurant, collection, recordID); err != nil {
-		a.fail(c, err)
-		return
+	if err := a.store.AssetUploadCheck(c.Request.Context(), k); err != nil {
+		return err
 	}
 	obj, ct, err := a.receiveFile(c)
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	env, replayed, err := a.store.AssetUploadApply(c.Request.Context(), store.Upload{RestaurantID: restaurant,
-		Collection: collection, RecordID: recordID, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+	env, replayed, err := a.store.AssetUploadApply(c.Request.Context(), k,
+		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	respondWritten(c, env, replayed)
+	return respondWritten(c, env, replayed)
 }
 
 // assetsList is GET .../records/:recordId/assets: verified uploads only.
-func (a *API) assetsList(c *gin.Context) {
-	restaurant, recordID := c.Param("restaurantId"), c.Param("recordId")
-	if !ids.Valid(recordID) {
-		a.fail(c, apperr.ErrNotFound)
-		return
+func (a *API) assetsList(c *gin.Context) error {
+	k := recordKey(c)
+	if !ids.Valid(k.RecordID) {
+		return apperr.ErrNotFound
 	}
-	items, err := a.store.AssetList(c.Request.Context(), restaurant, c.Param("collection"), recordID)
+	items, err := a.store.AssetList(c.Request.Context(), k)
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	return respondList(c, a.withURL(c, k.RestaurantID, items))
 }
 
 // deliveryImagePut is the provider's image upload:
 // PUT /v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId.
-func (a *API) deliveryImagePut(c *gin.Context) {
-	restaurant, deliveryID, imageID := c.Param("restaurantId"), c.Param("deliveryId"), c.Param("imageId")
-	if !ids.Valid(deliveryID) {
-		a.fail(c, apperr.ErrNotFound)
-		return
+func (a *API) deliveryImagePut(c *gin.Context) error {
+	k := store.ImageKey{RestaurantID: c.Param("restaurantId"), DeliveryID: c.Param("deliveryId"), ImageID: c.Param("imageId")}
+	if !ids.Valid(k.DeliveryID) {
+		return apperr.ErrNotFound
 	}
-	if !ids.Valid(imageID) {
-		a.fail(c, invalidID("imageId"))
-		return
+	if !ids.Valid(k.ImageID) {
+		return invalidID("imageId")
 	}
-	if _, err := a.store.DeliveryGet(c.Request.Context(), restaurant, deliveryID); err != nil {
-		a.fail(c, err)
-		return
+	if _, err := a.store.DeliveryGet(c.Request.Context(), k.RestaurantID, k.DeliveryID); err != nil {
+		return err
 	}
 	obj, ct, err := a.receiveFile(c)
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), restaurant, deliveryID, imageID,
+	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), k,
 		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	respondWritten(c, a.withURL(c, restaurant, []model.FileItem{item})[0], replayed)
+	return respondWritten(c, a.withURL(c, k.RestaurantID, []wire.FileItem{item})[0], replayed)
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images.
-func (a *API) deliveryImagesList(c *gin.Context) {
+func (a *API) deliveryImagesList(c *gin.Context) error {
 	restaurant, deliveryID := c.Param("restaurantId"), c.Param("deliveryId")
 	if !ids.Valid(deliveryID) {
-		a.fail(c, apperr.ErrNotFound)
-		return
+		return apperr.ErrNotFound
 	}
 	items, err := a.store.DeliveryImageList(c.Request.Context(), restaurant, deliveryID)
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	return respondList(c, a.withURL(c, restaurant, items))
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own
 // signature is its authorisation. Range and conditional requests are
 // handled by http.ServeContent.
-func (a *API) fileGet(c *gin.Context) {
+func (a *API) fileGet(c *gin.Context) error {
 	restaurant, sha := c.Param("restaurantId"), c.Param("sha256")
 	var vals [3]string
 	for i, name := range []string{"type", "expires", "signature"} {
 		v, ok, err := queryOnce(c, name)
 		if err != nil || !ok {
-			a.fail(c, errInvalidURL)
-			return
+			return errInvalidURL
 		}
 		vals[i] = v
 	}
 	if err := a.blobs.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
-		a.fail(c, errInvalidURL)
-		return
+		return errInvalidURL
 	}
 	f, err := a.blobs.Open(sha)
 	if errors.Is(err, os.ErrNotExist) {
-		a.fail(c, apperr.ErrNotFound)
-		return
+		return apperr.ErrNotFound
 	}
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
 	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(a.cfg.UploadTimeout))
 	exp, _ := strconv.ParseInt(vals[1], 10, 64)
@@ -259,6 +240,7 @@ func (a *API) fileGet(c *gin.Context) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	http.ServeContent(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request, "", st.ModTime(), f)
+	return nil
 }
 
 // problemWriter turns the plain-text errors of standard file servers

@@ -25,25 +25,25 @@ type VersionReport struct {
 	SchemaVersion *int64 `json:"schemaVersion"`
 }
 
-func (a *API) healthLive(c *gin.Context) {
+func (a *API) healthLive(c *gin.Context) error {
 	c.PureJSON(http.StatusOK, HealthStatus{Status: "ok"})
+	return nil
 }
 
 // healthReady answers 200 only when the database answers within
 // ReadyTimeout, so a load balancer stops routing to a process that cannot
 // serve.
-func (a *API) healthReady(c *gin.Context) {
+func (a *API) healthReady(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), a.cfg.ReadyTimeout)
 	defer cancel()
 	if err := a.store.Ping(ctx); err != nil {
-		a.log.WarnContext(ctx, "readiness probe failed", "request_id", requestID(c), "error", err)
-		a.fail(c, apperr.New(apperr.DependencyUnavailable, "The database is not reachable."))
-		return
+		return apperr.New(apperr.DependencyUnavailable, "The database is not reachable.").WithCause(err)
 	}
 	c.PureJSON(http.StatusOK, HealthStatus{Status: "ready"})
+	return nil
 }
 
-func (a *API) healthVersion(c *gin.Context) {
+func (a *API) healthVersion(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), a.cfg.ReadyTimeout)
 	defer cancel()
 	r := VersionReport{Version: version.Version, Commit: version.Commit, GoVersion: version.GoVersion()}
@@ -51,4 +51,5 @@ func (a *API) healthVersion(c *gin.Context) {
 		r.SchemaVersion = &v
 	}
 	c.PureJSON(http.StatusOK, r)
+	return nil
 }

@@ -11,13 +11,8 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cursor"
-	"github.com/foodsafe/foodsafe/internal/model"
-	"github.com/foodsafe/foodsafe/internal/schema"
-)
-
-const (
-	defaultLimit = 50
-	maxLimit     = 100
+	"github.com/foodsafe/foodsafe/internal/validate"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // queryOnce reads a query parameter that may appear at most once; a
@@ -42,26 +37,29 @@ func millisParam(c *gin.Context, name string) (int64, error) {
 	if !ok {
 		return 0, apperr.Param(name, "is required (epoch milliseconds as a string of digits)")
 	}
-	ms, err := model.ParseMillis(v)
+	ms, err := wire.ParseMillis(v)
 	if err != nil {
 		return 0, apperr.Param(name, "%s", err.Error())
 	}
 	return int64(ms), nil
 }
 
-// limitParam reads `limit`: digits, 1 to 100, default 50.
+// limitParam reads `limit`: plain digits within the page-size bounds,
+// the default when absent.
 func limitParam(c *gin.Context) (int, error) {
 	v, ok, err := queryOnce(c, "limit")
 	if err != nil || !ok {
-		return defaultLimit, err
+		return wire.DefaultLimit, err
 	}
-	const rule = "must be an integer from 1 to 100 written in digits"
-	if v == "" || len(v) > 3 || (len(v) > 1 && v[0] == '0') {
-		return 0, apperr.Param("limit", rule)
-	}
+	return parseLimit(v)
+}
+
+// parseLimit reads a page size written in plain digits (no sign, no
+// leading zero, no spaces) within [wire.MinLimit, wire.MaxLimit].
+func parseLimit(v string) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxLimit || strconv.Itoa(n) != v {
-		return 0, apperr.Param("limit", rule)
+	if err != nil || n < wire.MinLimit || n > wire.MaxLimit || strconv.Itoa(n) != v {
+		return 0, apperr.Param("limit", "must be an integer from %d to %d written in digits", wire.MinLimit, wire.MaxLimit)
 	}
 	return n, nil
 }
@@ -117,7 +115,7 @@ func (a *API) readJSON(c *gin.Context) ([]byte, error) {
 	return body, nil
 }
 
-// decodeBody reads a JSON body, decodes it (schema.Decode) and validates it
+// decodeBody reads a JSON body, decodes it (validate.Decode) and validates it
 // against the named schema. A body that cannot be read or decoded is a
 // terminal error; schema violations are returned for the caller to extend
 // (path echoes) before answering.
@@ -131,7 +129,7 @@ func (a *API) decodeBody(c *gin.Context, schemaName string) (map[string]any, []a
 
 // parseBody is decodeBody for a body already read.
 func (a *API) parseBody(body []byte, schemaName string) (map[string]any, []apperr.FieldError, error) {
-	doc, err := schema.Decode(body)
+	doc, err := validate.Decode(body)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,4 +139,23 @@ func (a *API) parseBody(body []byte, schemaName string) (map[string]any, []apper
 // invalidID is the 400 for an ill-formed id in the path of a write.
 func invalidID(param string) error {
 	return apperr.Param(param, "must be 1-200 characters: letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
+}
+
+// timestampMember reads a timestamp member of a body the schema has
+// checked for the digit pattern. The schema cannot see that 19 digits may
+// exceed what the database holds, so that one violation is reported here,
+// the same way for every body.
+func timestampMember(doc map[string]any, member string) (int64, bool, []apperr.FieldError) {
+	s, ok := doc[member].(string)
+	if !ok {
+		return 0, false, nil
+	}
+	ms, err := wire.ParseMillis(s)
+	switch {
+	case err == nil:
+		return int64(ms), true, nil
+	case errors.Is(err, wire.ErrMillisOverflow):
+		return 0, false, []apperr.FieldError{{Pointer: "/" + member, Detail: err.Error()}}
+	}
+	return 0, false, nil // the schema reports the pattern violation
 }

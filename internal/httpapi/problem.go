@@ -8,31 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/store"
 )
-
-// problemKind is one row of the code -> HTTP table.
-type problemKind struct {
-	Status int
-	Title  string
-}
-
-// problemKinds is the single table mapping error codes to problem documents
-// (spec 7). Nothing else in the service chooses an error status.
-var problemKinds = map[apperr.Code]problemKind{
-	apperr.Invalid:               {http.StatusBadRequest, "Invalid request"},
-	apperr.Unauthorized:          {http.StatusUnauthorized, "Unauthorized"},
-	apperr.Forbidden:             {http.StatusForbidden, "Forbidden"},
-	apperr.NotFound:              {http.StatusNotFound, "Not found"},
-	apperr.MethodNotAllowed:      {http.StatusMethodNotAllowed, "Method not allowed"},
-	apperr.Conflict:              {http.StatusConflict, "Conflict"},
-	apperr.PayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
-	apperr.PreconditionFailed:    {http.StatusPreconditionFailed, "Precondition failed"},
-	apperr.RangeNotSatisfiable:   {http.StatusRequestedRangeNotSatisfiable, "Range not satisfiable"},
-	apperr.RateLimited:           {http.StatusTooManyRequests, "Rate limit exceeded"},
-	apperr.DependencyUnavailable: {http.StatusServiceUnavailable, "Dependency unavailable"},
-	apperr.Internal:              {http.StatusInternalServerError, "Internal error"},
-}
 
 // internalDetail is all a client learns of an unexpected failure.
 const internalDetail = "An unexpected error occurred. It has been recorded; quote the requestId when reporting it."
@@ -48,32 +24,27 @@ type Problem struct {
 	Errors    []apperr.FieldError `json:"errors,omitempty"`
 }
 
-// problemFor renders err for the request in c. Causes of internal errors are
-// logged with the request id, never returned.
+// problemFor renders err for the request in c (the one table is
+// apperr.Kinds). Every 5xx logs its cause with the request id; the cause
+// of an internal error never reaches the client.
 func (a *API) problemFor(c *gin.Context, err error) Problem {
 	e, ok := apperr.As(err)
-	switch {
-	case !ok && store.Unavailable(err):
-		e = &apperr.Error{Code: apperr.DependencyUnavailable, Detail: "The database is briefly unavailable; retry with backoff.", Cause: err}
-		a.log.WarnContext(c.Request.Context(), "database unavailable", slog.String("request_id", requestID(c)), slog.Any("error", err))
-	case !ok:
+	if !ok {
 		e = &apperr.Error{Code: apperr.Internal, Cause: err}
 	}
-	kind, known := problemKinds[e.Code]
-	if !known {
-		kind = problemKinds[apperr.Internal]
-		e = &apperr.Error{Code: apperr.Internal, Cause: err}
-	}
+	kind := apperr.KindOf(e.Code)
 	detail := e.Detail
-	if e.Code == apperr.Internal {
+	switch {
+	case kind.Code == apperr.Internal:
 		a.log.ErrorContext(c.Request.Context(), "internal error",
-			slog.String("request_id", requestID(c)),
-			slog.String("route", routeOf(c)),
-			slog.Any("error", err))
+			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
 		detail = internalDetail
+	case kind.Status >= 500:
+		a.log.WarnContext(c.Request.Context(), string(kind.Code),
+			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
 	}
 	return Problem{
-		Type:      a.baseURL(c) + "/problems/" + string(e.Code),
+		Type:      a.baseURL(c) + "/problems/" + string(kind.Code),
 		Title:     kind.Title,
 		Status:    kind.Status,
 		Detail:    detail,
@@ -82,6 +53,9 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 		Errors:    e.Errors,
 	}
 }
+
+// retryAfterUnavailable is the Retry-After of every 503, in seconds.
+const retryAfterUnavailable = "1"
 
 // statusClientClosedRequest records a request whose client went away before
 // the answer (nginx's 499); nobody reads the response.
@@ -98,6 +72,11 @@ func (a *API) fail(c *gin.Context, err error) {
 		return
 	}
 	p := a.problemFor(c, err)
+	if p.Status == http.StatusServiceUnavailable {
+		// A first delay for clients backing off (spec 7: exponential
+		// backoff with jitter); outages of a pool or a failover last seconds.
+		c.Header("Retry-After", retryAfterUnavailable)
+	}
 	c.Header("Content-Type", "application/problem+json")
 	c.Header("Cache-Control", "no-store")
 	c.AbortWithStatusJSON(p.Status, p)

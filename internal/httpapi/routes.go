@@ -30,7 +30,7 @@ type route struct {
 	// Need, for routes under /v1/restaurants/:restaurantId (and the ingest
 	// paths), names the scopes the request needs on that restaurant.
 	Need    *need
-	Handler gin.HandlerFunc
+	Handler handler
 	// Doc documents the route; method, path, security, rate limit and the
 	// failures implied by the fields above are filled in by op().
 	Doc openapi.Op
@@ -195,5 +195,5 @@ func (a *API) chain(r route) []gin.HandlerFunc {
 			hs = append(hs, a.authorize(r.Need))
 		}
 	}
-	return append(hs, r.Handler)
+	return append(hs, a.handle(r.Handler))
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/model"
-	"github.com/foodsafe/foodsafe/internal/schema"
+	"github.com/foodsafe/foodsafe/internal/validate"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // sessionRequest is the optional body of POST /v1/mobile/sessions.
@@ -22,41 +22,36 @@ type sessionRequest struct {
 // sessionCreate is POST /v1/mobile/sessions (spec 4.5): a device key (one
 // holding write scopes) exchanges itself for a short-lived bearer token
 // that may narrow, never widen, the key's grants.
-func (a *API) sessionCreate(c *gin.Context) {
+func (a *API) sessionCreate(c *gin.Context) error {
 	p := principal(c)
 	if p.SessionID != 0 {
-		a.fail(c, apperr.New(apperr.Forbidden, "A session token cannot open sessions; use the device key."))
-		return
+		return apperr.New(apperr.Forbidden, "A session token cannot open sessions; use the device key.")
 	}
 	if !holdsWriteScope(p) {
-		a.fail(c, apperr.New(apperr.Forbidden, "Only device keys (keys holding write scopes) can open mobile sessions."))
-		return
+		return apperr.New(apperr.Forbidden, "Only device keys (keys holding write scopes) can open mobile sessions.")
 	}
 	var req sessionRequest
 	if c.Request.ContentLength != 0 {
 		body, err := a.readJSON(c)
 		if err != nil {
-			a.fail(c, err)
-			return
+			return err
 		}
 		if len(body) > 0 {
 			doc, errs, err := a.parseBody(body, "session-request")
 			if err == nil && len(errs) > 0 {
-				err = schema.Invalid(errs)
+				err = validate.Invalid(errs)
 			}
 			if err == nil {
 				err = remarshal(doc, &req)
 			}
 			if err != nil {
-				a.fail(c, err)
-				return
+				return err
 			}
 		}
 	}
 	grants, err := narrow(p, req)
 	if err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
 	now := a.now()
 	expires := now.Add(a.cfg.SessionTTL)
@@ -65,11 +60,11 @@ func (a *API) sessionCreate(c *gin.Context) {
 	}
 	issued := auth.NewToken()
 	if err := a.store.SessionCreate(c.Request.Context(), p.KeyID, issued, expires, grants); err != nil {
-		a.fail(c, err)
-		return
+		return err
 	}
-	c.PureJSON(http.StatusOK, model.Session{AccessToken: issued.Full, TokenType: "Bearer",
-		ExpiresAt: model.Millis(expires.UnixMilli()), Restaurants: restaurantGrants(grants)})
+	c.PureJSON(http.StatusOK, wire.Session{AccessToken: issued.Full, TokenType: "Bearer",
+		ExpiresAt: wire.Millis(expires.UnixMilli()), Restaurants: restaurantGrants(grants)})
+	return nil
 }
 
 func holdsWriteScope(p *auth.Principal) bool {

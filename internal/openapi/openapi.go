@@ -18,7 +18,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // Auth says how an operation authenticates.
@@ -105,6 +108,15 @@ func OpenAPIPath(ginPath string) string {
 type Info struct {
 	Version string // service version, reported in x-service-version
 	Server  string // servers[0].url: the public base URL, or "/"
+}
+
+// ServerURL is the document's server for a configured base URL: the base
+// URL itself, or "/" (the document's own origin) when none is configured.
+func ServerURL(baseURL string) string {
+	if baseURL == "" {
+		return "/"
+	}
+	return baseURL
 }
 
 // Build assembles and validates the document. schemas maps schema file
@@ -279,8 +291,8 @@ func deepCopy(m map[string]any) map[string]any {
 }
 
 const (
-	idPattern        = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`
-	timestampPattern = `^(0|[1-9][0-9]{0,18})$`
+	idPattern        = ids.Pattern
+	timestampPattern = wire.TimestampPattern
 )
 
 func stringSchema(pattern, desc string) *openapi3.SchemaRef {
@@ -297,9 +309,9 @@ func parameters() openapi3.ParametersMap {
 	for i, c := range catalog.Collections {
 		names[i] = c.Name
 	}
-	limit := openapi3.NewIntegerSchema().WithMin(1).WithMax(100)
-	limit.Default = 50
-	limit.Description = "Page size, 1 to 100, written in plain digits."
+	limit := openapi3.NewIntegerSchema().WithMin(wire.MinLimit).WithMax(wire.MaxLimit)
+	limit.Default = wire.DefaultLimit
+	limit.Description = fmt.Sprintf("Page size, %d to %d, written in plain digits.", wire.MinLimit, wire.MaxLimit)
 	return openapi3.ParametersMap{
 		"restaurantId": param("path", "restaurantId", true, "Restaurant id.", id("Restaurant id.")),
 		"deliveryId":   param("path", "deliveryId", true, "Delivery id.", id("Delivery id.")),
@@ -313,7 +325,8 @@ func parameters() openapi3.ParametersMap {
 		"from":   param("query", "from", true, "Start of the window, inclusive: epoch milliseconds as digits.", stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"to": param("query", "to", true, "End of the window, inclusive; to >= from and to - from at most 366 days.",
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
-		"limit":  {Value: &openapi3.Parameter{In: "query", Name: "limit", Description: "Page size, 1 to 100; default 50.", Schema: limit.NewRef()}},
+		"limit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
+			Description: fmt.Sprintf("Page size, %d to %d; default %d.", wire.MinLimit, wire.MaxLimit, wire.DefaultLimit), Schema: limit.NewRef()}},
 		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters.", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
 		"type":   param("query", "type", true, "Media type the file is served as (part of the signed URL).", stringSchema("", "Media type.")),
 		"expires": param("query", "expires", true, "Expiry of the signed URL, epoch milliseconds (part of the signed URL).",
@@ -346,38 +359,21 @@ func headers() openapi3.Headers {
 	}
 }
 
-// problemStatuses lists the error statuses and their problem types.
-var problemStatuses = []struct {
-	status int
-	suffix string
-	detail string
-}{
-	{400, "invalid-request", "A parameter, header or body is missing or malformed; `errors` lists every violation."},
-	{401, "unauthorized", "No Authorization header, or a malformed, unknown, revoked or expired key, or a key without grants."},
-	{403, "forbidden", "The key holds a grant for the restaurant but not the scope this needs (or, for downloads, the URL is invalid or expired)."},
-	{404, "not-found", "No grant for the restaurant, or no such resource; indistinguishable."},
-	{409, "conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes)."},
-	{412, "precondition-failed", "If-Match or If-Unmodified-Since does not match the file."},
-	{413, "payload-too-large", "The body exceeds the configured limit."},
-	{416, "range-not-satisfiable", "The Range lies outside the file."},
-	{429, "rate-limit-exceeded", "The request budget is spent; retry after Retry-After seconds."},
-	{500, "internal-error", "Unexpected failure, already recorded; retry once, then report the requestId."},
-	{503, "dependency-unavailable", "A needed component (the database) is briefly unavailable; retry with backoff."},
-}
-
+// problemResponses documents every problem kind of apperr.Kinds, the one
+// table the service answers from.
 func problemResponses() openapi3.ResponseBodies {
 	out := openapi3.ResponseBodies{}
-	for _, p := range problemStatuses {
-		desc := fmt.Sprintf("Problem `%s`: %s", p.suffix, p.detail)
+	for _, k := range apperr.Kinds {
+		desc := fmt.Sprintf("Problem `%s`: %s Retry: %s", k.Code, k.When, k.Retry)
 		r := &openapi3.Response{Description: &desc, Headers: openapi3.Headers{"X-Request-ID": {Ref: "#/components/headers/X-Request-ID"}}}
 		r.Content = openapi3.Content{"application/problem+json": &openapi3.MediaType{
 			Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/Problem"},
-			Examples: openapi3.Examples{p.suffix: {Value: &openapi3.Example{Value: map[string]any{
-				"type": "https://api.foodsafe.example/problems/" + p.suffix, "title": http.StatusText(p.status),
-				"status": p.status, "detail": p.detail, "instance": "/v1/restaurants/bistro-42/deliveries",
+			Examples: openapi3.Examples{string(k.Code): {Value: &openapi3.Example{Value: map[string]any{
+				"type": "https://api.foodsafe.example/problems/" + string(k.Code), "title": k.Title,
+				"status": k.Status, "detail": k.When, "instance": "/v1/restaurants/bistro-42/deliveries",
 				"requestId": "5JXHPLQUWBQ7F2ZK3VZQ4T2M6A"}}}},
 		}}
-		switch p.status {
+		switch k.Status {
 		case 401:
 			r.Headers["WWW-Authenticate"] = &openapi3.HeaderRef{Ref: "#/components/headers/WWW-Authenticate"}
 		case 429:
@@ -385,10 +381,12 @@ func problemResponses() openapi3.ResponseBodies {
 			for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
 				r.Headers[h] = &openapi3.HeaderRef{Ref: "#/components/headers/" + h}
 			}
+		case 503:
+			r.Headers["Retry-After"] = &openapi3.HeaderRef{Ref: "#/components/headers/Retry-After"}
 		case 416:
 			r.Headers["Content-Range"] = &openapi3.HeaderRef{Ref: "#/components/headers/Content-Range"}
 		}
-		out[strconv.Itoa(p.status)] = &openapi3.ResponseRef{Value: r}
+		out[strconv.Itoa(k.Status)] = &openapi3.ResponseRef{Value: r}
 	}
 	return out
 }

@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/db"
-	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // DeliveryPos is a keyset position in the newest-first delivery order.
@@ -21,15 +21,15 @@ type DeliveryPos struct {
 // DeliveryCreate inserts an immutable delivery. Writing the same content
 // again is a replay (replayed=true, nothing changes); different content
 // for an existing id is a conflict.
-func (s *Store) DeliveryCreate(ctx context.Context, d model.Delivery) (model.Delivery, bool, error) {
+func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Delivery, bool, error) {
 	canon, err := json.Marshal(d)
 	if err != nil {
-		return model.Delivery{}, false, err
+		return wire.Delivery{}, false, err
 	}
 	digest := sha256.Sum256(canon)
 	temps, err := json.Marshal(d.TemperatureRecords)
 	if err != nil {
-		return model.Delivery{}, false, err
+		return wire.Delivery{}, false, err
 	}
 	row, err := s.q.DeliveryInsert(ctx, db.DeliveryInsertParams{
 		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
@@ -37,21 +37,21 @@ func (s *Store) DeliveryCreate(ctx context.Context, d model.Delivery) (model.Del
 		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
 		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
 	})
-	if err == nil {
+	switch ok, err := found(err); {
+	case err != nil:
+		return wire.Delivery{}, false, err
+	case ok:
 		out, err := deliveryFromRow(row)
 		return out, false, err
-	}
-	if !isNoRows(err) {
-		return model.Delivery{}, false, err
 	}
 	// The id exists (possibly inserted by a racing identical request, which
 	// ON CONFLICT waited for): same content is a replay.
 	existing, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: d.RestaurantID, ID: d.ID})
 	if err != nil {
-		return model.Delivery{}, false, err
+		return wire.Delivery{}, false, translate(err)
 	}
 	if !bytes.Equal(existing.ContentSha256, digest[:]) {
-		return model.Delivery{}, false, apperr.New(apperr.Conflict,
+		return wire.Delivery{}, false, apperr.New(apperr.Conflict,
 			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
 	}
 	out, err := deliveryFromRow(existing)
@@ -59,13 +59,10 @@ func (s *Store) DeliveryCreate(ctx context.Context, d model.Delivery) (model.Del
 }
 
 // DeliveryGet reads one delivery, or the one 404.
-func (s *Store) DeliveryGet(ctx context.Context, restaurantID, id string) (model.Delivery, error) {
+func (s *Store) DeliveryGet(ctx context.Context, restaurantID, id string) (wire.Delivery, error) {
 	row, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: restaurantID, ID: id})
-	if isNoRows(err) {
-		return model.Delivery{}, apperr.ErrNotFound
-	}
 	if err != nil {
-		return model.Delivery{}, err
+		return wire.Delivery{}, translate(err)
 	}
 	return deliveryFromRow(row)
 }
@@ -74,7 +71,7 @@ func (s *Store) DeliveryGet(ctx context.Context, restaurantID, id string) (model
 // newest first, after pos when given. more reports whether another page
 // exists: one extra row is fetched, so a page that ends the range exactly
 // is known to be the last.
-func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to int64, limit int, after *DeliveryPos) (page []model.Delivery, more bool, err error) {
+func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to int64, limit int, after *DeliveryPos) (page []wire.Delivery, more bool, err error) {
 	var rows []db.Delivery
 	if after == nil {
 		rows, err = s.q.DeliveryListFirst(ctx, db.DeliveryListFirstParams{
@@ -84,12 +81,12 @@ func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to 
 			RestaurantID: restaurantID, FromMs: from, AfterOccurredAt: after.OccurredAt, AfterID: after.ID, MaxRows: int32(limit + 1)})
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, translate(err)
 	}
 	if len(rows) > limit {
 		rows, more = rows[:limit], true
 	}
-	page = make([]model.Delivery, len(rows))
+	page = make([]wire.Delivery, len(rows))
 	for i, r := range rows {
 		if page[i], err = deliveryFromRow(r); err != nil {
 			return nil, false, err
@@ -98,10 +95,10 @@ func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to 
 	return page, more, nil
 }
 
-func deliveryFromRow(r db.Delivery) (model.Delivery, error) {
-	d := model.Delivery{
-		ID: r.ID, RestaurantID: r.RestaurantID, OccurredAt: model.Millis(r.OccurredAt), IsCompliant: r.IsCompliant,
-		Supplier:             model.Supplier{ID: r.SupplierID, Name: r.SupplierName},
+func deliveryFromRow(r db.Delivery) (wire.Delivery, error) {
+	d := wire.Delivery{
+		ID: r.ID, RestaurantID: r.RestaurantID, OccurredAt: wire.Millis(r.OccurredAt), IsCompliant: r.IsCompliant,
+		Supplier:             wire.Supplier{ID: r.SupplierID, Name: r.SupplierName},
 		NonComplianceReasons: nonNil(r.NonComplianceReasons), CorrectiveActions: nonNil(r.CorrectiveActions),
 		Commentary: r.Commentary, ImageCount: r.ImageCount,
 	}

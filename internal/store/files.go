@@ -8,22 +8,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/db"
-	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // Upload is a verified file: its bytes are in blob storage under SHA256.
 type Upload struct {
-	RestaurantID string
-	Collection   string
-	RecordID     string
-	SHA256       string
-	ContentType  string
-	ByteLength   int64
+	SHA256      string
+	ContentType string
+	ByteLength  int64
 }
 
 // AssetStatus values of spec 2.6.
@@ -42,34 +36,33 @@ var errNoChange = errors.New("replay: nothing to write")
 // lock and re-reads the record there, so a snapshot ingested meanwhile is
 // never overwritten. The same bytes again are a replay (the first answer,
 // nothing written); other bytes for an uploaded objectKey are a conflict.
-func (s *Store) AssetUploadApply(ctx context.Context, u Upload, receivedAt int64) (model.Envelope, bool, error) {
-	var out model.Envelope
+func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, receivedAt int64) (wire.Envelope, bool, error) {
+	var out wire.Envelope
 	var replayed bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: u.RestaurantID, Collection: u.Collection})
+	err := s.inTx(ctx, func(q *db.Queries) error {
+		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: k.RestaurantID, Collection: k.Collection})
 		if err != nil {
 			return err
 		}
-		rec, data, objectKey, err := uploadTarget(ctx, q, u.RestaurantID, u.Collection, u.RecordID)
+		rec, data, objectKey, err := uploadTarget(ctx, q, k)
 		if err != nil {
 			return err
 		}
-		prev, err := q.AssetUploadGet(ctx, db.AssetUploadGetParams{RestaurantID: u.RestaurantID, Collection: u.Collection,
-			RecordID: u.RecordID, ObjectKey: objectKey})
-		switch {
-		case err == nil && prev.Sha256 == u.SHA256:
-			change, err := q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: u.RestaurantID, MutationID: prev.MutationID})
+		prev, err := q.AssetUploadGet(ctx, db.AssetUploadGetParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
+			RecordID: k.RecordID, ObjectKey: objectKey})
+		switch ok, err := found(err); {
+		case err != nil:
+			return err
+		case ok && prev.Sha256 == u.SHA256:
+			change, err := q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: k.RestaurantID, MutationID: prev.MutationID})
 			if err != nil {
 				return err
 			}
-			out, replayed = changeEnvelope(change), true
+			out, replayed = changeVersion(change).envelope(), true
 			return errNoChange
-		case err == nil:
+		case ok:
 			return apperr.New(apperr.Conflict, "Asset %q of record %s was already uploaded with other bytes (sha256 %s); a new file needs a new objectKey.",
-				objectKey, u.RecordID, prev.Sha256)
-		case !isNoRows(err):
-			return err
+				objectKey, k.RecordID, prev.Sha256)
 		}
 
 		verified := verifiedAsset(objectKey, u.SHA256, u.ContentType, u.ByteLength)
@@ -80,47 +73,47 @@ func (s *Store) AssetUploadApply(ctx context.Context, u Upload, receivedAt int64
 		if err != nil {
 			return err
 		}
-		fp := sha256.Sum256([]byte(fmt.Sprintf("asset-upload\n%s\n%s\n%s\n%s", u.Collection, u.RecordID, objectKey, u.SHA256)))
+		fp := sha256.Sum256([]byte(fmt.Sprintf("asset-upload\n%s\n%s\n%s\n%s", k.Collection, k.RecordID, objectKey, u.SHA256)))
 		mutationID := "upload." + hex.EncodeToString(fp[:16])
-		if err := q.AssetUploadInsert(ctx, db.AssetUploadInsertParams{RestaurantID: u.RestaurantID, Collection: u.Collection,
-			RecordID: u.RecordID, ObjectKey: objectKey, Sha256: u.SHA256, ContentType: u.ContentType,
+		if err := q.AssetUploadInsert(ctx, db.AssetUploadInsertParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
+			RecordID: k.RecordID, ObjectKey: objectKey, Sha256: u.SHA256, ContentType: u.ContentType,
 			ByteLength: u.ByteLength, UploadedAt: receivedAt, MutationID: mutationID}); err != nil {
 			return err
 		}
 		row, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams{
-			RestaurantID: u.RestaurantID, Collection: u.Collection, Sequence: seq, RecordID: u.RecordID,
+			RestaurantID: k.RestaurantID, Collection: k.Collection, Sequence: seq, RecordID: k.RecordID,
 			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: receivedAt,
 			PayloadVersion: rec.PayloadVersion, RequestSha256: fp[:],
 		})
 		if err != nil {
 			return err
 		}
-		out = appliedEnvelope(row)
+		out = appliedVersion(row).envelope()
 		return nil
 	})
 	if errors.Is(err, errNoChange) {
 		err = nil
 	}
-	return out, replayed, err
+	return out, replayed, translate(err)
 }
 
 // AssetUploadCheck tells, before any byte is received, whether the record
 // can take an upload: the one 404 for an unknown or deleted record, 409 when
 // its data names no asset.
-func (s *Store) AssetUploadCheck(ctx context.Context, restaurantID, collection, recordID string) error {
-	_, _, _, err := uploadTarget(ctx, s.q, restaurantID, collection, recordID)
-	return err
+func (s *Store) AssetUploadCheck(ctx context.Context, k RecordKey) error {
+	_, _, _, err := uploadTarget(ctx, s.q, k)
+	return translate(err)
 }
 
 // uploadTarget reads the record an upload is for and the objectKey its
 // current data names.
-func uploadTarget(ctx context.Context, q *db.Queries, restaurantID, collection, recordID string) (db.Record, map[string]json.RawMessage, string, error) {
-	rec, err := q.RecordGet(ctx, db.RecordGetParams{RestaurantID: restaurantID, Collection: collection, RecordID: recordID})
-	if isNoRows(err) || (err == nil && rec.Deleted) {
-		return rec, nil, "", apperr.ErrNotFound
-	}
+func uploadTarget(ctx context.Context, q *db.Queries, k RecordKey) (db.Record, map[string]json.RawMessage, string, error) {
+	rec, err := q.RecordGet(ctx, k.getParams())
 	if err != nil {
-		return rec, nil, "", err
+		return rec, nil, "", translate(err)
+	}
+	if rec.Deleted {
+		return rec, nil, "", apperr.ErrNotFound
 	}
 	var data map[string]json.RawMessage
 	if err := json.Unmarshal(rec.Data, &data); err != nil {
@@ -131,7 +124,7 @@ func uploadTarget(ctx context.Context, q *db.Queries, restaurantID, collection, 
 	}
 	if raw, ok := data["asset"]; !ok || json.Unmarshal(raw, &asset) != nil || asset.ObjectKey == "" {
 		return rec, nil, "", apperr.New(apperr.Conflict,
-			"Record %s has no asset to upload; ingest a snapshot whose data.asset names the file first.", recordID)
+			"Record %s has no asset to upload; ingest a snapshot whose data.asset names the file first.", k.RecordID)
 	}
 	return rec, data, asset.ObjectKey, nil
 }
@@ -163,11 +156,11 @@ func normaliseAsset(ctx context.Context, q *db.Queries, m Mutation) (json.RawMes
 	up, err := q.AssetUploadGet(ctx, db.AssetUploadGetParams{RestaurantID: m.RestaurantID, Collection: m.Collection,
 		RecordID: m.RecordID, ObjectKey: asset.ObjectKey})
 	var v any = map[string]any{"objectKey": asset.ObjectKey, "status": AssetPending}
-	switch {
-	case err == nil:
-		v = verifiedAsset(up.ObjectKey, up.Sha256, up.ContentType, up.ByteLength)
-	case !isNoRows(err):
+	switch ok, err := found(err); {
+	case err != nil:
 		return nil, err
+	case ok:
+		v = verifiedAsset(up.ObjectKey, up.Sha256, up.ContentType, up.ByteLength)
 	}
 	if data["asset"], err = json.Marshal(v); err != nil {
 		return nil, err
@@ -178,76 +171,72 @@ func normaliseAsset(ctx context.Context, q *db.Queries, m Mutation) (json.RawMes
 // AssetList returns the record's verified asset, if its current data names
 // one: nothing for a pending asset or a deleted record, the one 404 for an
 // unknown record.
-func (s *Store) AssetList(ctx context.Context, restaurantID, collection, recordID string) ([]model.FileItem, error) {
-	r, err := s.q.AssetListForRecord(ctx, db.AssetListForRecordParams{RestaurantID: restaurantID, Collection: collection, RecordID: recordID})
-	if isNoRows(err) {
-		return nil, apperr.ErrNotFound
-	}
+func (s *Store) AssetList(ctx context.Context, k RecordKey) ([]wire.FileItem, error) {
+	r, err := s.q.AssetListForRecord(ctx, db.AssetListForRecordParams{RestaurantID: k.RestaurantID, Collection: k.Collection, RecordID: k.RecordID})
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	if r.Deleted || r.ObjectKey == nil {
-		return []model.FileItem{}, nil
+		return []wire.FileItem{}, nil
 	}
-	return []model.FileItem{{ID: *r.ObjectKey, ContentType: *r.ContentType, ByteLength: *r.ByteLength,
-		SHA256: *r.Sha256, UploadedAt: model.Millis(*r.UploadedAt)}}, nil
+	return []wire.FileItem{{ID: *r.ObjectKey, ContentType: *r.ContentType, ByteLength: *r.ByteLength,
+		SHA256: *r.Sha256, UploadedAt: wire.Millis(*r.UploadedAt)}}, nil
+}
+
+// ImageKey names one delivery photograph.
+type ImageKey struct {
+	RestaurantID string
+	DeliveryID   string
+	ImageID      string
 }
 
 // DeliveryImagePut records a verified delivery photograph. The same bytes
 // again are a replay; other bytes for an existing image id a conflict; an
 // unknown delivery the one 404.
-func (s *Store) DeliveryImagePut(ctx context.Context, restaurantID, deliveryID, imageID string, u Upload, uploadedAt int64) (model.FileItem, bool, error) {
-	row, err := s.q.DeliveryImageInsert(ctx, db.DeliveryImageInsertParams{RestaurantID: restaurantID, DeliveryID: deliveryID,
-		ImageID: imageID, Sha256: u.SHA256, ContentType: u.ContentType, ByteLength: u.ByteLength, UploadedAt: uploadedAt})
-	if err == nil {
+func (s *Store) DeliveryImagePut(ctx context.Context, k ImageKey, u Upload, uploadedAt int64) (wire.FileItem, bool, error) {
+	row, err := s.q.DeliveryImageInsert(ctx, db.DeliveryImageInsertParams{RestaurantID: k.RestaurantID, DeliveryID: k.DeliveryID,
+		ImageID: k.ImageID, Sha256: u.SHA256, ContentType: u.ContentType, ByteLength: u.ByteLength, UploadedAt: uploadedAt})
+	// No row: the image id exists already. A missing delivery fails the
+	// foreign key, which translates to the one 404.
+	switch ok, err := found(err); {
+	case err != nil:
+		return wire.FileItem{}, false, err
+	case ok:
 		return imageItem(row), false, nil
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: no such delivery
-		return model.FileItem{}, false, apperr.ErrNotFound
-	}
-	if !isNoRows(err) {
-		return model.FileItem{}, false, err
-	}
-	prev, err := s.q.DeliveryImageGet(ctx, db.DeliveryImageGetParams{RestaurantID: restaurantID, DeliveryID: deliveryID, ImageID: imageID})
+	prev, err := s.q.DeliveryImageGet(ctx, db.DeliveryImageGetParams{RestaurantID: k.RestaurantID, DeliveryID: k.DeliveryID, ImageID: k.ImageID})
 	if err != nil {
-		return model.FileItem{}, false, err
+		return wire.FileItem{}, false, translate(err)
 	}
 	if prev.Sha256 != u.SHA256 {
-		return model.FileItem{}, false, apperr.New(apperr.Conflict,
-			"Image %s of delivery %s was already uploaded with other bytes (sha256 %s); images are immutable.", imageID, deliveryID, prev.Sha256)
+		return wire.FileItem{}, false, apperr.New(apperr.Conflict,
+			"Image %s of delivery %s was already uploaded with other bytes (sha256 %s); images are immutable.", k.ImageID, k.DeliveryID, prev.Sha256)
 	}
 	return imageItem(prev), true, nil
 }
 
-func imageItem(r db.DeliveryImage) model.FileItem {
-	return model.FileItem{ID: r.ImageID, ContentType: r.ContentType, ByteLength: r.ByteLength,
-		SHA256: r.Sha256, UploadedAt: model.Millis(r.UploadedAt)}
+func imageItem(r db.DeliveryImage) wire.FileItem {
+	return wire.FileItem{ID: r.ImageID, ContentType: r.ContentType, ByteLength: r.ByteLength,
+		SHA256: r.Sha256, UploadedAt: wire.Millis(r.UploadedAt)}
 }
 
 // DeliveryImageList lists a delivery's images by id; the one 404 for an
 // unknown delivery.
-func (s *Store) DeliveryImageList(ctx context.Context, restaurantID, deliveryID string) ([]model.FileItem, error) {
+func (s *Store) DeliveryImageList(ctx context.Context, restaurantID, deliveryID string) ([]wire.FileItem, error) {
 	rows, err := s.q.DeliveryImageList(ctx, db.DeliveryImageListParams{RestaurantID: restaurantID, DeliveryID: deliveryID})
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	if len(rows) == 0 {
 		return nil, apperr.ErrNotFound
 	}
-	out := []model.FileItem{}
+	out := []wire.FileItem{}
 	for _, r := range rows {
 		if r.ImageID == nil {
 			continue // the delivery exists and has no image
 		}
-		out = append(out, model.FileItem{ID: *r.ImageID, ContentType: *r.ContentType, ByteLength: *r.ByteLength,
-			SHA256: *r.Sha256, UploadedAt: model.Millis(*r.UploadedAt)})
+		out = append(out, wire.FileItem{ID: *r.ImageID, ContentType: *r.ContentType, ByteLength: *r.ByteLength,
+			SHA256: *r.Sha256, UploadedAt: wire.Millis(*r.UploadedAt)})
 	}
 	return out, nil
-}
-
-// changeEnvelope is the wire form of a logged change.
-func changeEnvelope(c db.RecordChange) model.Envelope {
-	return envelope(c.RestaurantID, c.Collection, c.RecordID, c.Sequence, c.MutationID, c.Deleted,
-		c.Data, c.CapturedAt, c.ReceivedAt, c.SourceVersion, c.PayloadVersion)
 }

@@ -5,11 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // Restaurant is an enabled restaurant.
@@ -23,7 +21,7 @@ type Restaurant struct {
 func (s *Store) RestaurantAdd(ctx context.Context, id string, name *string) (Restaurant, error) {
 	r, err := s.q.RestaurantUpsert(ctx, db.RestaurantUpsertParams{ID: id, Name: name})
 	if err != nil {
-		return Restaurant{}, err
+		return Restaurant{}, translate(err)
 	}
 	return Restaurant{ID: r.ID, Name: r.Name, EnabledAt: r.EnabledAt}, nil
 }
@@ -38,28 +36,20 @@ type KeyInfo struct {
 	Grants    []auth.Grant
 }
 
-// State is active, revoked or expired at time now.
+// State is active, revoked, expired or no-grants at time now
+// (auth.KeyState).
 func (k KeyInfo) State(now time.Time) string {
-	switch {
-	case k.RevokedAt != nil && !k.RevokedAt.After(now):
-		return "revoked"
-	case k.ExpiresAt != nil && !k.ExpiresAt.After(now):
-		return "expired"
-	case len(k.Grants) == 0:
-		return "no-grants"
-	default:
-		return "active"
+	if r := auth.KeyState(k.RevokedAt, k.ExpiresAt, len(k.Grants), now); r != "" {
+		return string(r)
 	}
+	return "active"
 }
 
 // KeyForAuth loads a key and its grants by public id, or nil when no key
 // has that id.
 func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
 	r, err := s.q.KeyAuthLookup(ctx, publicID)
-	if isNoRows(err) {
-		return nil, nil
-	}
-	if err != nil {
+	if ok, err := found(err); !ok {
 		return nil, err
 	}
 	return &auth.KeyRecord{
@@ -86,8 +76,7 @@ func zipGrants(restaurants, scopes []string) []auth.Grant {
 // restaurant must be enabled; otherwise nothing is written.
 func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string, expiresAt *time.Time, grants []auth.Grant) (KeyInfo, error) {
 	var info KeyInfo
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *db.Queries) error {
 		if err := requireRestaurants(ctx, q, grants); err != nil {
 			return err
 		}
@@ -106,14 +95,14 @@ func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string,
 			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, Grants: normaliseGrants(grants)}
 		return nil
 	})
-	return info, err
+	return info, translate(err)
 }
 
 // KeyList lists every key, oldest first.
 func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
 	rows, err := s.q.KeyList(ctx)
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	out := make([]KeyInfo, 0, len(rows))
 	for _, r := range rows {
@@ -126,19 +115,18 @@ func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
 // KeyRevoke revokes a key from now on.
 func (s *Store) KeyRevoke(ctx context.Context, publicID string) (time.Time, error) {
 	t, err := s.q.KeyRevoke(ctx, publicID)
-	if isNoRows(err) {
-		return time.Time{}, apperr.New(apperr.NotFound, "no key with public id %s", publicID)
-	}
-	if err != nil {
+	switch ok, err := found(err); {
+	case err != nil:
 		return time.Time{}, err
+	case !ok:
+		return time.Time{}, noSuchKey(publicID)
 	}
 	return *t, nil
 }
 
 // KeyGrant adds grants to an existing key (idempotent per scope).
 func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Grant) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	return s.inTx(ctx, func(q *db.Queries) error {
 		k, err := keyByPublicID(ctx, q, publicID)
 		if err != nil {
 			return err
@@ -159,8 +147,7 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 // restaurant from a key, reporting how many grants went away.
 func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, scopes []string) (int64, error) {
 	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *db.Queries) error {
 		k, err := keyByPublicID(ctx, q, publicID)
 		if err != nil {
 			return err
@@ -177,10 +164,17 @@ func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, s
 
 func keyByPublicID(ctx context.Context, q *db.Queries, publicID string) (db.KeyByPublicIDRow, error) {
 	k, err := q.KeyByPublicID(ctx, publicID)
-	if isNoRows(err) {
-		return k, apperr.New(apperr.NotFound, "no key with public id %s", publicID)
+	switch ok, err := found(err); {
+	case err != nil:
+		return k, err
+	case !ok:
+		return k, noSuchKey(publicID)
 	}
-	return k, err
+	return k, nil
+}
+
+func noSuchKey(publicID string) error {
+	return apperr.New(apperr.NotFound, "no key with public id %s", publicID)
 }
 
 // requireRestaurants fails with Invalid naming every restaurant that has not

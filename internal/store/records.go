@@ -8,20 +8,28 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/db"
-	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-// Mutation is one validated snapshot to ingest.
-type Mutation struct {
+// RecordKey names one record: the restaurant, collection and record id of
+// every record-level request path.
+type RecordKey struct {
 	RestaurantID string
 	Collection   string
 	RecordID     string
-	MutationID   string
-	Deleted      bool
+}
+
+func (k RecordKey) getParams() db.RecordGetParams {
+	return db.RecordGetParams{RestaurantID: k.RestaurantID, Collection: k.Collection, RecordID: k.RecordID}
+}
+
+// Mutation is one validated snapshot to ingest.
+type Mutation struct {
+	RecordKey
+	MutationID string
+	Deleted    bool
 	// Data is the record's JSON; nil for a tombstone.
 	Data           json.RawMessage
 	CapturedAt     int64
@@ -42,18 +50,17 @@ var errRaced = errors.New("mutation id taken concurrently")
 // one transaction. A mutation id seen before answers as it did the first
 // time (replayed=true) when the request is the same, and is a conflict
 // otherwise. Identical requests racing each other apply exactly once.
-func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) (model.Envelope, bool, error) {
-	var out model.Envelope
+func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) (wire.Envelope, bool, error) {
+	var out wire.Envelope
 	var replayed bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.inTx(ctx, func(q *db.Queries) error {
 		prev, err := q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
-		if err == nil {
+		switch ok, err := found(err); {
+		case err != nil:
+			return err
+		case ok:
 			out, err = replayOf(prev, m)
 			replayed = err == nil
-			return err
-		}
-		if !isNoRows(err) {
 			return err
 		}
 		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection})
@@ -73,47 +80,44 @@ func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) 
 			MutationID: m.MutationID, Deleted: m.Deleted, Data: data, CapturedAt: m.CapturedAt,
 			ReceivedAt: receivedAt, PayloadVersion: m.PayloadVersion, RequestSha256: m.RequestSHA256,
 		})
-		if isNoRows(err) {
+		switch ok, err := found(err); {
+		case err != nil:
+			return err
+		case !ok:
 			return errRaced // rolls back the sequence taken above
 		}
-		if err != nil {
-			return err
-		}
-		out = appliedEnvelope(row)
+		out = appliedVersion(row).envelope()
 		return nil
 	})
 	if errors.Is(err, errRaced) {
 		prev, err := s.q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
 		if err != nil {
-			return model.Envelope{}, false, err
+			return wire.Envelope{}, false, translate(err)
 		}
 		out, err := replayOf(prev, m)
 		return out, err == nil, err
 	}
-	return out, replayed, err
+	return out, replayed, translate(err)
 }
 
 // replayOf answers a mutation id already used: the stored envelope when the
 // request is the same one, a conflict otherwise.
-func replayOf(prev db.RecordChange, m Mutation) (model.Envelope, error) {
+func replayOf(prev db.RecordChange, m Mutation) (wire.Envelope, error) {
 	if prev.Collection != m.Collection || prev.RecordID != m.RecordID || !bytes.Equal(prev.RequestSha256, m.RequestSHA256) {
-		return model.Envelope{}, apperr.New(apperr.Conflict,
+		return wire.Envelope{}, apperr.New(apperr.Conflict,
 			"mutationId %s was already used for a different change (other content, record or collection); use a new mutationId for a new change.", m.MutationID)
 	}
-	return changeEnvelope(prev), nil
+	return changeVersion(prev).envelope(), nil
 }
 
-// RecordGet reads a record's current state, tombstones included.
-func (s *Store) RecordGet(ctx context.Context, restaurantID, collection, recordID string) (model.Envelope, error) {
-	r, err := s.q.RecordGet(ctx, db.RecordGetParams{RestaurantID: restaurantID, Collection: collection, RecordID: recordID})
-	if isNoRows(err) {
-		return model.Envelope{}, apperr.ErrNotFound
-	}
+// RecordGet reads a record's current state, tombstones included; the one
+// 404 when there is no such record.
+func (s *Store) RecordGet(ctx context.Context, k RecordKey) (wire.Envelope, error) {
+	r, err := s.q.RecordGet(ctx, k.getParams())
 	if err != nil {
-		return model.Envelope{}, err
+		return wire.Envelope{}, translate(err)
 	}
-	return envelope(r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion), nil
+	return recordVersion(r).envelope(), nil
 }
 
 // WalkPos is where a walk stands: pinned at stream position Pinned, having
@@ -127,14 +131,14 @@ type WalkPos struct {
 // the pinned position, by sequence ascending. The first page (pos nil) pins
 // the stream's current head. next is nil on the last page; one extra row
 // is read so a page that ends the walk exactly says so.
-func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string, limit int, pos *WalkPos) (page []model.Envelope, next *WalkPos, err error) {
+func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string, limit int, pos *WalkPos) (page []wire.Envelope, next *WalkPos, err error) {
 	p := db.RecordWalkPageParams{RestaurantID: restaurantID, Collection: collection, MaxRows: int32(limit + 1)}
 	if pos != nil {
 		p.Pinned, p.AfterSequence = &pos.Pinned, pos.After
 	}
 	rows, err := s.q.RecordWalkPage(ctx, p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, translate(err)
 	}
 	// Merge the two branches (current versions; versions as of the pin).
 	slices.SortFunc(rows, func(a, b db.RecordWalkPageRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
@@ -142,30 +146,56 @@ func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string,
 		rows = rows[:limit]
 		next = &WalkPos{Pinned: rows[0].Pinned, After: rows[limit-1].Sequence}
 	}
-	page = make([]model.Envelope, len(rows))
+	page = make([]wire.Envelope, len(rows))
 	for i, r := range rows {
-		page[i] = envelope(restaurantID, collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-			r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion)
+		page[i] = walkVersion(restaurantID, collection, r).envelope()
 	}
 	return page, next, nil
 }
 
-// appliedEnvelope is the wire form of a change just applied.
-func appliedEnvelope(r db.RecordApplyChangeRow) model.Envelope {
-	return envelope(r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion)
+// version is one stored state of a record, whichever table or query it
+// was read from; each row type has its converter below.
+type version struct {
+	restaurantID, collection, recordID string
+	sequence                           int64
+	mutationID                         string
+	deleted                            bool
+	data                               []byte
+	capturedAt, receivedAt             int64
+	sourceVersion                      *string
+	payloadVersion                     int32
 }
 
-// envelope assembles the wire form of a stored version.
-func envelope(restaurantID, collection, recordID string, seq int64, mutationID string, deleted bool,
-	data []byte, capturedAt, receivedAt int64, sourceVersion *string, payloadVersion int32) model.Envelope {
-	e := model.Envelope{
-		ID: recordID, RestaurantID: restaurantID, Collection: collection, Deleted: deleted,
-		CapturedAt: model.Millis(capturedAt), ReceivedAt: model.Millis(receivedAt), Sequence: model.Sequence(seq),
-		MutationID: mutationID, SourceVersion: sourceVersion, PayloadVersion: payloadVersion, StateKind: model.StateKind,
+func recordVersion(r db.Record) version {
+	return version{r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
+		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+}
+
+func changeVersion(c db.RecordChange) version {
+	return version{c.RestaurantID, c.Collection, c.RecordID, c.Sequence, c.MutationID, c.Deleted,
+		c.Data, c.CapturedAt, c.ReceivedAt, c.SourceVersion, c.PayloadVersion}
+}
+
+func appliedVersion(r db.RecordApplyChangeRow) version {
+	return version{r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
+		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+}
+
+func walkVersion(restaurantID, collection string, r db.RecordWalkPageRow) version {
+	return version{restaurantID, collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
+		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+}
+
+// envelope is the wire form of the version (spec 2.3); a tombstone has no
+// data.
+func (v version) envelope() wire.Envelope {
+	e := wire.Envelope{
+		ID: v.recordID, RestaurantID: v.restaurantID, Collection: v.collection, Deleted: v.deleted,
+		CapturedAt: wire.Millis(v.capturedAt), ReceivedAt: wire.Millis(v.receivedAt), Sequence: wire.Sequence(v.sequence),
+		MutationID: v.mutationID, SourceVersion: v.sourceVersion, PayloadVersion: v.payloadVersion, StateKind: wire.StateKind,
 	}
-	if !deleted && len(data) > 0 {
-		e.Data = json.RawMessage(data)
+	if !v.deleted && len(v.data) > 0 {
+		e.Data = json.RawMessage(v.data)
 	}
 	return e
 }

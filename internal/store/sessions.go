@@ -4,17 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // SessionCreate stores a session token (as a digest) acting for keyID with
 // the given grants, and drops the key's expired sessions.
 func (s *Store) SessionCreate(ctx context.Context, keyID int64, issued auth.Issued, expiresAt time.Time, grants []auth.Grant) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	return s.inTx(ctx, func(q *db.Queries) error {
 		if err := q.SessionDeleteExpired(ctx, keyID); err != nil {
 			return err
 		}
@@ -35,10 +32,7 @@ func (s *Store) SessionCreate(ctx context.Context, keyID int64, issued auth.Issu
 // SessionForAuth loads a session with its key and both grant sets, or nil.
 func (s *Store) SessionForAuth(ctx context.Context, publicID string) (*auth.SessionRecord, error) {
 	r, err := s.q.SessionAuthLookup(ctx, publicID)
-	if isNoRows(err) {
-		return nil, nil
-	}
-	if err != nil {
+	if ok, err := found(err); !ok {
 		return nil, err
 	}
 	return &auth.SessionRecord{

@@ -5,15 +5,12 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/foodsafe/foodsafe/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // Store wraps the pool and the generated queries.
@@ -44,7 +41,9 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, q: db.New(pool)}
 }
 
-// Pool exposes the pool to wiring code (migrations, audit COPY, LISTEN).
+// Pool exposes the pool to tests that arrange or inspect rows with SQL of
+// their own; the service itself reaches PostgreSQL only through Store's
+// methods.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close releases every connection.
@@ -52,33 +51,17 @@ func (s *Store) Close() { s.pool.Close() }
 
 // Ping checks that the database answers a query.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.pool.Ping(ctx)
+	return translate(s.pool.Ping(ctx))
 }
 
 // SchemaVersion reports the highest applied migration.
 func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
-	return s.q.SchemaVersion(ctx)
+	v, err := s.q.SchemaVersion(ctx)
+	return v, translate(err)
 }
 
-// isNoRows reports pgx's "no rows in result set".
-func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
-
-// Unavailable reports errors that mean the database could not be reached
-// or refused work for now (connection failures, timeouts, shutdown, too
-// many connections), as opposed to bugs: clients should retry those.
-func Unavailable(err error) bool {
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || pgconn.Timeout(err) {
-		return true
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch {
-		case strings.HasPrefix(pe.Code, "08"), // connection exception
-			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // admin/crash shutdown, cannot connect now
-			pe.Code == "53300": // too many connections
-			return true
-		}
-	}
-	return false
+// inTx runs f in a transaction, committed when f returns nil and rolled
+// back otherwise; the error is translated (see translate).
+func (s *Store) inTx(ctx context.Context, f func(q *db.Queries) error) error {
+	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return f(s.q.WithTx(tx)) }))
 }

@@ -1,18 +1,18 @@
-package schema_test
+package validate_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/foodsafe/foodsafe/internal/schema"
+	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
 // FuzzBodies: whatever bytes arrive, decoding and validating never panic,
 // and every body accepted holds only numbers and strings PostgreSQL can
 // store.
 func FuzzBodies(f *testing.F) {
-	set, err := schema.Load()
+	set, err := validate.Load()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func FuzzBodies(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		doc, err := schema.Decode(body)
+		doc, err := validate.Decode(body)
 		if err != nil {
 			return
 		}

@@ -1,12 +1,23 @@
 // Package model holds the resources of the spec as they travel on the wire:
 // our own structs with the spec's JSON names, shared by the store (which
 // fills them from rows) and the HTTP layer (which serialises them).
-package model
+package wire
 
 import (
 	"encoding/json"
 	"errors"
 	"strconv"
+)
+
+// TimestampPattern is the wire form of a timestamp (spec 1 and 4.6): epoch
+// milliseconds as at most 19 digits, no leading zero unless exactly "0".
+const TimestampPattern = `^(0|[1-9][0-9]{0,18})$`
+
+// Page sizes of the delivery list and collection walks (spec 8).
+const (
+	MinLimit     = 1
+	MaxLimit     = 100
+	DefaultLimit = 50
 )
 
 // Millis is epoch milliseconds, carried on the wire as a string of digits.
@@ -17,8 +28,14 @@ func (m Millis) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + strconv.FormatInt(int64(m), 10) + `"`), nil
 }
 
-// ErrMillis explains a timestamp that is not a storable digit string.
-var ErrMillis = errors.New("must be epoch milliseconds as a string of digits: no sign, no leading zero unless exactly 0, at most 19 digits, at most 9223372036854775807")
+// Errors of ParseMillis.
+var (
+	// ErrMillis explains a timestamp that is not a digit string.
+	ErrMillis = errors.New("must be epoch milliseconds as a string of digits: no sign, no leading zero unless exactly 0, at most 19 digits, at most 9223372036854775807")
+	// ErrMillisOverflow is a well-formed 19-digit string beyond int64,
+	// which the database cannot hold.
+	ErrMillisOverflow = errors.New("exceeds the largest storable timestamp 9223372036854775807")
+)
 
 // ParseMillis accepts the wire form of a timestamp: digits only, no
 // leading zero unless exactly "0", at most 19 digits, and within int64
@@ -34,7 +51,7 @@ func ParseMillis(s string) (Millis, error) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, ErrMillis
+		return 0, ErrMillisOverflow
 	}
 	return Millis(v), nil
 }

@@ -2,7 +2,7 @@
 // request bodies against them, reporting every violation with an RFC 6901
 // pointer. Validation uses github.com/santhosh-tekuri/jsonschema/v6
 // (maintained, draft 2020-12).
-package schema
+package validate
 
 import (
 	"bytes"

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/foodsafe/foodsafe/internal/audit"
-	"github.com/foodsafe/foodsafe/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // AuditInsert writes a batch of audit events with COPY.

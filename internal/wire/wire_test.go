@@ -1,14 +1,14 @@
-package model_test
+package wire_test
 
 import (
 	"regexp"
 	"strconv"
 	"testing"
 
-	"github.com/foodsafe/foodsafe/internal/model"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-var wire = regexp.MustCompile(`^(0|[1-9][0-9]{0,18})$`)
+var timestampPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,18})$`)
 
 // FuzzParseMillis holds ParseMillis to its rule: the wire pattern, and
 // within int64.
@@ -17,9 +17,9 @@ func FuzzParseMillis(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := model.ParseMillis(s)
+		got, err := wire.ParseMillis(s)
 		n, perr := strconv.ParseInt(s, 10, 64)
-		want := wire.MatchString(s) && perr == nil
+		want := timestampPattern.MatchString(s) && perr == nil
 		if (err == nil) != want {
 			t.Fatalf("ParseMillis(%q) error %v, want accepted=%v", s, err, want)
 		}

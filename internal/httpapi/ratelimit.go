@@ -1,0 +1,48 @@
+package httpapi
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/ratelimit"
+)
+
+// limitOpen limits unauthenticated routes per client IP.
+func (a *API) limitOpen(c *gin.Context) {
+	if a.limitBy(c, "ip:"+c.ClientIP()) {
+		c.Next()
+	}
+}
+
+// limitBy counts the request against bucket, sets the X-RateLimit-* headers
+// and answers 429 when the budget is spent. It reports whether to go on.
+func (a *API) limitBy(c *gin.Context, bucket string) bool {
+	res := a.limiter.Take(c.Request.Context(), bucket)
+	setRateHeaders(c, res, a.now())
+	if !res.Reached {
+		return true
+	}
+	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
+	c.Set(ctxAuditOutcome, "rate-limited")
+	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
+	return false
+}
+
+// setRateHeaders writes the budget. X-RateLimit-Reset is in seconds until
+// the window resets (like Retry-After), not a timestamp: the spec keeps
+// timestamps as epoch milliseconds, and a delta needs no clock agreement.
+func setRateHeaders(c *gin.Context, r ratelimit.Result, now time.Time) {
+	h := c.Writer.Header()
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(r.Limit, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(r.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(secondsUntil(r.Reset, now), 10))
+}
+
+// secondsUntil rounds up, at least 1, so a client never retries early.
+func secondsUntil(t, now time.Time) int64 {
+	return max(1, int64(math.Ceil(t.Sub(now).Seconds())))
+}

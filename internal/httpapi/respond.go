@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// HeaderReplayed marks an idempotent replay of an earlier write.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// handler is a route's handler: it writes its answer, or returns the error
+// that fail renders as a problem document. Returning the error (instead of
+// calling fail and returning) keeps a forgotten `return` from writing a
+// second answer.
+type handler func(c *gin.Context) error
+
+// handle adapts a handler to gin.
+func (a *API) handle(h handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			a.fail(c, err)
+		}
+	}
+}
+
+// List is the {"data": [...]} envelope of list responses.
+type List[T any] struct {
+	Data []T `json:"data"`
+}
+
+// Data wraps a single resource in {"data": ...}, the shape of write
+// responses.
+type Data[T any] struct {
+	Data T `json:"data"`
+}
+
+// respondList answers a complete list.
+func respondList[T any](c *gin.Context, items []T) error {
+	c.PureJSON(http.StatusOK, List[T]{Data: items})
+	return nil
+}
+
+// respondWritten answers a write with the resource as stored, marked when
+// it replays an earlier identical write.
+func respondWritten[T any](c *gin.Context, v T, replayed bool) error {
+	if replayed {
+		c.Header(HeaderReplayed, "true")
+	}
+	c.PureJSON(http.StatusOK, Data[T]{Data: v})
+	return nil
+}
+
+// respondPage answers one page of a list, sealing next (nil on the last
+// page) into the cursor of the following page; ttl 0 never expires.
+func respondPage[T any](a *API, c *gin.Context, kind string, bind []string, items []T, next any, ttl time.Duration) error {
+	out := wire.Page[T]{Data: items}
+	if next != nil {
+		cur, err := a.cursors.Seal(kind, bind, next, ttl)
+		if err != nil {
+			return err
+		}
+		out.NextCursor = &cur
+	}
+	c.PureJSON(http.StatusOK, out)
+	return nil
+}
+
+// pathEcho checks that a body member, when present as a string, repeats
+// the path parameter it must equal.
+func pathEcho(doc map[string]any, member, want, param string) []apperr.FieldError {
+	if v, ok := doc[member].(string); ok && v != want {
+		return []apperr.FieldError{{Pointer: "/" + member, Detail: "must equal the " + param + " in the path"}}
+	}
+	return nil
+}
+
+// remarshal turns a validated generic document into a typed struct.
+func remarshal(doc any, v any) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
