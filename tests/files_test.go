@@ -46,8 +46,10 @@ func (a *app) upload(key, path, contentType, digest string, body []byte) respons
 	return a.do(req{Method: http.MethodPut, Path: path, Header: h, Body: bytes.NewReader(body)})
 }
 
-func assetPath(restaurant, collection, record string) string {
-	return "/v1/ingest/restaurants/" + restaurant + "/collections/" + collection + "/records/" + record + "/asset"
+// assetPath is the upload of the file objectKey of a record's asset.
+func assetPath(restaurant, collection, record, objectKey string) string {
+	return "/v1/ingest/restaurants/" + restaurant + "/collections/" + collection + "/records/" + record + "/asset?objectKey=" +
+		url.QueryEscape(objectKey)
 }
 
 func assetsPath(restaurant, collection, record string) string {
@@ -125,7 +127,7 @@ func TestAssetPendingToUploaded(t *testing.T) {
 	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-1")), "a pending asset is absent")
 
 	jpeg := append([]byte{0xff, 0xd8, 0xff, 0xe0}, bytes.Repeat([]byte("photo"), 5000)...)
-	r := a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg)
+	r := a.upload(key, assetPath("r1", col, "pic-1", "photos/pic-1.jpg"), "image/jpeg", digestHeader(jpeg), jpeg)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	var up struct{ Data envelopeDoc }
 	r.JSON(t, &up)
@@ -169,18 +171,18 @@ func TestAssetPendingToUploaded(t *testing.T) {
 	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-2")))
 
 	// Identical bytes again: idempotent.
-	again := a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg)
+	again := a.upload(key, assetPath("r1", col, "pic-1", "photos/pic-1.jpg"), "image/jpeg", digestHeader(jpeg), jpeg)
 	require.Equal(t, http.StatusOK, again.Status)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
 	require.JSONEq(t, string(r.Body), string(again.Body))
 	// Other bytes for the uploaded objectKey: conflict.
 	other := []byte("another photo")
-	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(other), other), http.StatusConflict, "conflict")
+	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1", "photos/pic-1.jpg"), "image/jpeg", digestHeader(other), other), http.StatusConflict, "conflict")
 
 	// Deleted: the assets list is empty, the record refuses uploads.
 	require.Equal(t, http.StatusOK, a.ingest(key, "r1", col, "pic-1", "m4", snapshot("r1", "pic-1", "m4", 1, true, nil)).Status)
 	require.Empty(t, a.fileList(key, assetsPath("r1", col, "pic-1")))
-	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1"), "image/jpeg", digestHeader(jpeg), jpeg), http.StatusNotFound, "not-found")
+	requireProblem(t, a.upload(key, assetPath("r1", col, "pic-1", "photos/pic-1.jpg"), "image/jpeg", digestHeader(jpeg), jpeg), http.StatusNotFound, "not-found")
 }
 
 // Digest mismatch, missing or malformed digest, oversize, wrong
@@ -208,24 +210,24 @@ func TestAssetUploadRejects(t *testing.T) {
 		status                 int
 		suffix, param          string
 	}{
-		{"digest mismatch", assetPath("r1", col, "pic"), "image/jpeg", digestHeader([]byte("other")), body, 400, "invalid-request", "Repr-Digest"},
-		{"missing digest", assetPath("r1", col, "pic"), "image/jpeg", "", body, 400, "invalid-request", "Repr-Digest"},
-		{"digest not a dictionary", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=abc", body, 400, "invalid-request", "Repr-Digest"},
-		{"digest of another algorithm", assetPath("r1", col, "pic"), "image/jpeg", "sha-512=:" + base64.StdEncoding.EncodeToString(make([]byte, 64)) + ":", body, 400, "invalid-request", "Repr-Digest"},
-		{"digest too short", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=:AAAA:", body, 400, "invalid-request", "Repr-Digest"},
-		{"hex digest", assetPath("r1", col, "pic"), "image/jpeg", "sha-256=" + sha256Hex(body), body, 400, "invalid-request", "Repr-Digest"},
-		{"missing content type", assetPath("r1", col, "pic"), "", okDigest, body, 400, "invalid-request", "Content-Type"},
-		{"bad content type", assetPath("r1", col, "pic"), "not a type", okDigest, body, 400, "invalid-request", "Content-Type"},
-		{"non-ASCII content type", assetPath("r1", col, "pic"), "image/png; name=\"caf\xe9\"", okDigest, body, 400, "invalid-request", "Content-Type"},
-		{"content type over 100", assetPath("r1", col, "pic"), "image/png; x=" + strings.Repeat("a", 100), okDigest, body, 400, "invalid-request", "Content-Type"},
-		{"oversize", assetPath("r1", col, "pic"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", ""},
-		{"collection without files", assetPath("r1", "areas", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
-		{"unknown collection", assetPath("r1", "fridges", "a1"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
-		{"unknown record", assetPath("r1", col, "nope"), "image/jpeg", okDigest, body, 404, "not-found", ""},
-		{"deleted record", assetPath("r1", col, "gone"), "image/jpeg", okDigest, body, 404, "not-found", ""},
-		{"record without asset", assetPath("r1", "drive-files", "doc"), "application/pdf", okDigest, body, 409, "conflict", ""},
-		{"no write scope", assetPath("r1", "traceability-labels", "x"), "image/jpeg", okDigest, body, 403, "forbidden", ""},
-		{"ungranted restaurant", assetPath("r2", col, "pic"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+		{"digest mismatch", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader([]byte("other")), body, 400, "invalid-request", "Repr-Digest"},
+		{"missing digest", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", "", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest not a dictionary", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", "sha-256=abc", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest of another algorithm", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", "sha-512=:" + base64.StdEncoding.EncodeToString(make([]byte, 64)) + ":", body, 400, "invalid-request", "Repr-Digest"},
+		{"digest too short", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", "sha-256=:AAAA:", body, 400, "invalid-request", "Repr-Digest"},
+		{"hex digest", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", "sha-256=" + sha256Hex(body), body, 400, "invalid-request", "Repr-Digest"},
+		{"missing content type", assetPath("r1", col, "pic", "p.jpg"), "", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"bad content type", assetPath("r1", col, "pic", "p.jpg"), "not a type", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"non-ASCII content type", assetPath("r1", col, "pic", "p.jpg"), "image/png; name=\"caf\xe9\"", okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"content type over 100", assetPath("r1", col, "pic", "p.jpg"), "image/png; x=" + strings.Repeat("a", 100), okDigest, body, 400, "invalid-request", "Content-Type"},
+		{"oversize", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", ""},
+		{"collection without files", assetPath("r1", "areas", "a1", "a.jpg"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
+		{"unknown collection", assetPath("r1", "fridges", "a1", "a.jpg"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
+		{"unknown record", assetPath("r1", col, "nope", "x.jpg"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+		{"deleted record", assetPath("r1", col, "gone", "g.jpg"), "image/jpeg", okDigest, body, 404, "not-found", ""},
+		{"record without asset", assetPath("r1", "drive-files", "doc", "k"), "application/pdf", okDigest, body, 409, "conflict", ""},
+		{"no write scope", assetPath("r1", "traceability-labels", "x", "x.png"), "image/jpeg", okDigest, body, 403, "forbidden", ""},
+		{"ungranted restaurant", assetPath("r2", col, "pic", "p.jpg"), "image/jpeg", okDigest, body, 404, "not-found", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,7 +244,7 @@ func TestAssetUploadRejects(t *testing.T) {
 
 	// Exactly at the limit is fine.
 	limit := bytes.Repeat([]byte("x"), 1000)
-	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", col, "pic"), "image/jpeg", digestHeader(limit), limit).Status)
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader(limit), limit).Status)
 }
 
 // Identical uploads racing: one change, all answered 200.
@@ -254,7 +256,7 @@ func TestAssetUploadRace(t *testing.T) {
 	a.put(key, "r1", "traceability-labels", "l1", "m1", map[string]any{"timestamp": "1", "asset": map[string]any{"objectKey": "l1.png", "status": "pending"}})
 	png := []byte("\x89PNG label bytes")
 	requireAppliedOnce(t, concurrently(10, func() response {
-		return a.upload(key, assetPath("r1", "traceability-labels", "l1"), "image/png", digestHeader(png), png)
+		return a.upload(key, assetPath("r1", "traceability-labels", "l1", "l1.png"), "image/png", digestHeader(png), png)
 	}))
 	require.Len(t, a.walkAll(key, "r1", "traceability-labels", 10), 1)
 	var n int
@@ -272,7 +274,7 @@ func TestSignedURLs(t *testing.T) {
 	pdf := []byte("%PDF-1.7 " + strings.Repeat("haccp plan ", 100))
 	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "plan.pdf", "sizeBytes": 1,
 		"asset": map[string]any{"objectKey": "plan.pdf", "status": "pending"}})
-	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1"), "application/pdf", digestHeader(pdf), pdf).Status)
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "plan.pdf"), "application/pdf", digestHeader(pdf), pdf).Status)
 	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
 
 	ok := a.fetch(u)
@@ -335,7 +337,7 @@ func TestSignedURLRateLimitedPerIP(t *testing.T) {
 	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
 		"asset": map[string]any{"objectKey": "n", "status": "pending"}})
 	b := []byte("x")
-	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1"), "text/plain", digestHeader(b), b).Status)
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "n"), "text/plain", digestHeader(b), b).Status)
 	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
 	for i := 0; i < 3; i++ {
 		r := a.fetch(u)

@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -137,10 +138,11 @@ func (l *loader) put(collection, id string, captured time.Time, data map[string]
 	return l.send(http.MethodPut, path, "application/json", b, map[string]string{"Idempotency-Key": mutation})
 }
 
-// upload sends the bytes of a record's asset.
-func (l *loader) upload(collection, id, contentType string, b []byte) error {
+// upload sends the bytes of the file objectKey of a record's asset.
+func (l *loader) upload(collection, id, objectKey, contentType string, b []byte) error {
 	l.sum.Files++
-	path := fmt.Sprintf("/v1/ingest/restaurants/%s/collections/%s/records/%s/asset", RestaurantID, collection, id)
+	path := fmt.Sprintf("/v1/ingest/restaurants/%s/collections/%s/records/%s/asset?objectKey=%s", RestaurantID, collection, id,
+		url.QueryEscape(objectKey))
 	return l.send(http.MethodPut, path, contentType, b, map[string]string{"Repr-Digest": digest(b)})
 }
 
@@ -336,7 +338,7 @@ func (l *loader) cleaning() error {
 		})
 		if i <= 2 || i == 4 {
 			steps = append(steps, func() error {
-				return l.upload("cleaning-task-pictures", id, "image/png", photo(i, color.RGBA{40, 120, 200, 255}))
+				return l.upload("cleaning-task-pictures", id, "cleaning/"+id+".png", "image/png", photo(i, color.RGBA{40, 120, 200, 255}))
 			})
 		}
 	}
@@ -402,7 +404,7 @@ func (l *loader) labelsAndFiles() error {
 		})
 		if i <= 2 {
 			steps = append(steps, func() error {
-				return l.upload("traceability-labels", id, "image/png", photo(10+i, color.RGBA{230, 200, 60, 255}))
+				return l.upload("traceability-labels", id, "labels/"+id+".png", "image/png", photo(10+i, color.RGBA{230, 200, 60, 255}))
 			})
 		}
 	}
@@ -414,13 +416,17 @@ func (l *loader) labelsAndFiles() error {
 				"name": "HACCP plan.pdf", "sizeBytes": len(pdf), "contentType": "application/pdf",
 				"asset": map[string]any{"objectKey": "drive/demo-bistro/haccp-plan.pdf", "status": "pending"}})
 		},
-		func() error { return l.upload("drive-files", "doc-haccp", "application/pdf", pdf) },
+		func() error {
+			return l.upload("drive-files", "doc-haccp", "drive/demo-bistro/haccp-plan.pdf", "application/pdf", pdf)
+		},
 		func() error {
 			return l.put("drive-files", "doc-temperatures", l.day(1, 9, 0), map[string]any{"s3Key": "drive/demo-bistro/temperatures.csv",
 				"name": "temperatures.csv", "sizeBytes": len(csv), "contentType": nil,
 				"asset": map[string]any{"objectKey": "drive/demo-bistro/temperatures.csv", "status": "pending"}})
 		},
-		func() error { return l.upload("drive-files", "doc-temperatures", "text/csv", csv) },
+		func() error {
+			return l.upload("drive-files", "doc-temperatures", "drive/demo-bistro/temperatures.csv", "text/csv", csv)
+		},
 		func() error {
 			return l.put("drive-files", "doc-pending-scan", l.day(0, 8, 0), map[string]any{"s3Key": "drive/demo-bistro/scan.pdf",
 				"name": "Supplier certificate (scan)", "sizeBytes": 0})

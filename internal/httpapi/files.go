@@ -123,8 +123,25 @@ func fileCollection(name string) error {
 	return nil
 }
 
+// objectKeyParam reads the objectKey an asset upload is for. The bytes are
+// attached to that file only: a record whose snapshot names another file by
+// the time the upload commits refuses them (409), so an upload in flight
+// can never land under the wrong name.
+func (a *API) objectKeyParam(c *gin.Context) (string, error) {
+	v, ok, err := queryOnce(c, "objectKey")
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", apperr.Param("objectKey", "is required: the data.asset.objectKey of the file these bytes are, URL-encoded")
+	case !a.schemas.Valid("objectKey", v):
+		return "", apperr.Param("objectKey", "must be 1 to 1024 characters with no scheme prefix, no leading slash and no control characters")
+	}
+	return v, nil
+}
+
 // assetPut is the "device finishes sending" step of spec 3:
-// PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset.
+// PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset?objectKey=.
 func (a *API) assetPut(c *gin.Context) error {
 	k := recordKey(c)
 	if err := fileCollection(k.Collection); err != nil {
@@ -133,8 +150,12 @@ func (a *API) assetPut(c *gin.Context) error {
 	if !ids.Valid(k.RecordID) {
 		return apperr.ErrNotFound
 	}
+	objectKey, err := a.objectKeyParam(c)
+	if err != nil {
+		return err
+	}
 	// Refuse before reading megabytes for a record that cannot take them.
-	if err := a.store.AssetUploadCheck(c.Request.Context(), k); err != nil {
+	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
 		return err
 	}
 	obj, ct, err := a.receiveFile(c)
@@ -142,7 +163,7 @@ func (a *API) assetPut(c *gin.Context) error {
 		return err
 	}
 	env, replayed, err := a.store.AssetUploadApply(c.Request.Context(), k,
-		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
 		return err
 	}

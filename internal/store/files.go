@@ -15,6 +15,9 @@ import (
 
 // Upload is a verified file: its bytes are in blob storage under SHA256.
 type Upload struct {
+	// ObjectKey is the file of the record the bytes were sent for (record
+	// assets only; delivery images are named by their path).
+	ObjectKey   string
 	SHA256      string
 	ContentType string
 	ByteLength  int64
@@ -29,11 +32,12 @@ const (
 // errNoChange aborts a transaction that turned out to be a replay.
 var errNoChange = errors.New("replay: nothing to write")
 
-// AssetUploadApply records that the bytes of the asset named by the
-// record's current data.asset.objectKey arrived and were verified: it adds
-// a change to the record's stream whose data.asset is `uploaded` with the
-// verified contentType, byteLength and sha256. It runs under the stream's
-// lock and re-reads the record there, so a snapshot ingested meanwhile is
+// AssetUploadApply records that the bytes of the file u.ObjectKey arrived
+// and were verified: it adds a change to the record's stream whose
+// data.asset is `uploaded` with the verified contentType, byteLength and
+// sha256. It runs under the stream's lock and re-reads the record there: if
+// a snapshot ingested meanwhile names another file, the bytes are refused
+// (409) rather than attached to the wrong file, and a newer snapshot is
 // never overwritten. The same bytes again are a replay (the first answer,
 // nothing written); other bytes for an uploaded objectKey are a conflict.
 func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, receivedAt int64) (wire.Envelope, bool, error) {
@@ -44,10 +48,11 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 		if err != nil {
 			return err
 		}
-		rec, data, objectKey, err := uploadTarget(ctx, q, k)
+		rec, data, err := uploadTarget(ctx, q, k, u.ObjectKey)
 		if err != nil {
 			return err
 		}
+		objectKey := u.ObjectKey
 		prev, err := q.AssetUploadGet(ctx, db.AssetUploadGetParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
 			RecordID: k.RecordID, ObjectKey: objectKey})
 		switch ok, err := found(err); {
@@ -74,7 +79,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			return err
 		}
 		fp := sha256.Sum256([]byte(fmt.Sprintf("asset-upload\n%s\n%s\n%s\n%s", k.Collection, k.RecordID, objectKey, u.SHA256)))
-		mutationID := "upload." + hex.EncodeToString(fp[:16])
+		mutationID := UploadMutationPrefix + hex.EncodeToString(fp[:16])
 		if err := q.AssetUploadInsert(ctx, db.AssetUploadInsertParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
 			RecordID: k.RecordID, ObjectKey: objectKey, Sha256: u.SHA256, ContentType: u.ContentType,
 			ByteLength: u.ByteLength, UploadedAt: receivedAt, MutationID: mutationID}); err != nil {
@@ -85,8 +90,15 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: receivedAt,
 			PayloadVersion: rec.PayloadVersion, RequestSha256: fp[:],
 		})
-		if err != nil {
+		switch ok, err := found(err); {
+		case err != nil:
 			return err
+		case !ok:
+			// The mutation id is taken. Client ids cannot collide with ours
+			// (UploadMutationPrefix), and an upload already applied is a
+			// replay above, so this is never expected; it is still a
+			// conflict, not a failure.
+			return apperr.New(apperr.Conflict, "This upload's change id is already taken; nothing was written.")
 		}
 		out = appliedVersion(row).envelope()
 		return nil
@@ -97,36 +109,45 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 	return out, replayed, translate(err)
 }
 
+// UploadMutationPrefix starts the mutation id of every change the service
+// makes itself when an upload completes. Client mutation ids follow the id
+// pattern, which refuses '~', so a client can never take one of ours.
+const UploadMutationPrefix = "upload~"
+
 // AssetUploadCheck tells, before any byte is received, whether the record
-// can take an upload: the one 404 for an unknown or deleted record, 409 when
-// its data names no asset.
-func (s *Store) AssetUploadCheck(ctx context.Context, k RecordKey) error {
-	_, _, _, err := uploadTarget(ctx, s.q, k)
+// can take an upload for objectKey: the one 404 for an unknown or deleted
+// record, 409 when its data names no asset or another one.
+func (s *Store) AssetUploadCheck(ctx context.Context, k RecordKey, objectKey string) error {
+	_, _, err := uploadTarget(ctx, s.q, k, objectKey)
 	return translate(err)
 }
 
-// uploadTarget reads the record an upload is for and the objectKey its
-// current data names.
-func uploadTarget(ctx context.Context, q *db.Queries, k RecordKey) (db.Record, map[string]json.RawMessage, string, error) {
+// uploadTarget reads the record an upload is for and checks that its
+// current data names the file objectKey.
+func uploadTarget(ctx context.Context, q *db.Queries, k RecordKey, objectKey string) (db.Record, map[string]json.RawMessage, error) {
 	rec, err := q.RecordGet(ctx, k.getParams())
 	if err != nil {
-		return rec, nil, "", translate(err)
+		return rec, nil, translate(err)
 	}
 	if rec.Deleted {
-		return rec, nil, "", apperr.ErrNotFound
+		return rec, nil, apperr.ErrNotFound
 	}
 	var data map[string]json.RawMessage
 	if err := json.Unmarshal(rec.Data, &data); err != nil {
-		return rec, nil, "", err
+		return rec, nil, err
 	}
 	var asset struct {
 		ObjectKey string `json:"objectKey"`
 	}
-	if raw, ok := data["asset"]; !ok || json.Unmarshal(raw, &asset) != nil || asset.ObjectKey == "" {
-		return rec, nil, "", apperr.New(apperr.Conflict,
+	switch raw, ok := data["asset"]; {
+	case !ok || json.Unmarshal(raw, &asset) != nil || asset.ObjectKey == "":
+		return rec, nil, apperr.New(apperr.Conflict,
 			"Record %s has no asset to upload; ingest a snapshot whose data.asset names the file first.", k.RecordID)
+	case asset.ObjectKey != objectKey:
+		return rec, nil, apperr.New(apperr.Conflict,
+			"Record %s now names another file in data.asset.objectKey; these bytes are not attached to it. Upload the file the record names.", k.RecordID)
 	}
-	return rec, data, asset.ObjectKey, nil
+	return rec, data, nil
 }
 
 // verifiedAsset is the asset object of a verified upload (spec 2.6).

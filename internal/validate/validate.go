@@ -75,6 +75,12 @@ func Load() (*Set, error) {
 		}
 		set.Docs[name] = plain
 	}
+	// Definitions that also rule values outside bodies (a query parameter
+	// naming an asset) are compiled on their own.
+	for name, ref := range map[string]string{"objectKey": "defs#/$defs/objectKey"} {
+		doc, frag, _ := strings.Cut(ref, "#")
+		ids[name] = ids[doc] + "#" + frag
+	}
 	for name, id := range ids {
 		sch, err := c.Compile(id)
 		if err != nil {
@@ -83,6 +89,11 @@ func Load() (*Set, error) {
 		set.compiled[name] = sch
 	}
 	return set, nil
+}
+
+// Valid reports whether v satisfies the named schema.
+func (s *Set) Valid(name string, v any) bool {
+	return len(s.Validate(name, v, "")) == 0
 }
 
 // Has reports whether a schema of that name exists.
