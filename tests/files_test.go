@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -393,4 +394,129 @@ func mustRequestURI(t testing.TB, raw string) string {
 	u, err := url.Parse(raw)
 	require.NoError(t, err)
 	return u.RequestURI()
+}
+
+// An upload in flight is attached only to the file it was sent for: when
+// the record's snapshot names another file by the time the upload commits,
+// the bytes are refused and that other file can still be uploaded.
+func TestAssetUploadForAFileTheRecordNoLongerNames(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+	file := func(objectKey string) map[string]any {
+		return map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1, "asset": map[string]any{"objectKey": objectKey, "status": "pending"}}
+	}
+	a.put(key, "r1", "drive-files", "f5", "m1", file("photo-A.jpg"))
+
+	jpeg := bytes.Repeat([]byte{0xff, 0xd8, 0xff, 0xe0}, 25000)
+	pr, pw := io.Pipe()
+	rq, err := http.NewRequest(http.MethodPut, a.srv.URL+assetPath("r1", "drive-files", "f5", "photo-A.jpg"), pr)
+	require.NoError(t, err)
+	rq.ContentLength = int64(len(jpeg))
+	rq.Header.Set("Authorization", "Bearer "+key)
+	rq.Header.Set("Content-Type", "image/jpeg")
+	rq.Header.Set("Repr-Digest", digestHeader(jpeg))
+	// The client sends the body only once the server asks for it, which it
+	// does after its checks: the first half below is written only then.
+	rq.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Hour}}
+	type result struct {
+		status int
+		body   []byte
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := client.Do(rq)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		done <- result{status: res.StatusCode, body: b, err: err}
+	}()
+	_, err = pw.Write(jpeg[:len(jpeg)/2])
+	require.NoError(t, err)
+
+	// Meanwhile the record is re-ingested naming another file.
+	a.put(key, "r1", "drive-files", "f5", "m2", file("document-B.pdf"))
+	_, err = pw.Write(jpeg[len(jpeg)/2:])
+	require.NoError(t, err)
+	require.NoError(t, pw.Close())
+	res := <-done
+	require.NoError(t, res.err)
+	require.Equal(t, http.StatusConflict, res.status, "%s", res.body)
+	require.Contains(t, string(res.body), "now names another file")
+
+	rec := a.getAs(key, recordsPath("r1", "drive-files")+"/f5")
+	var e envelopeDoc
+	rec.JSON(t, &e)
+	require.Equal(t, map[string]any{"objectKey": "document-B.pdf", "status": "pending"}, assetOf(t, e), "the photo's bytes are not the PDF")
+	require.Empty(t, a.fileList(key, assetsPath("r1", "drive-files", "f5")))
+
+	pdf := []byte("%PDF-1.7 the real document")
+	requireProblem(t, a.upload(key, assetPath("r1", "drive-files", "f5", "photo-A.jpg"), "image/jpeg", digestHeader(jpeg), jpeg),
+		http.StatusConflict, "conflict")
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f5", "document-B.pdf"), "application/pdf", digestHeader(pdf), pdf).Status)
+	items := a.fileList(key, assetsPath("r1", "drive-files", "f5"))
+	require.Len(t, items, 1)
+	require.Equal(t, "document-B.pdf", items[0].ID)
+	require.Equal(t, "application/pdf", items[0].ContentType)
+	require.Equal(t, sha256Hex(pdf), items[0].SHA256)
+}
+
+// The upload names its file; without the name the bytes could land under
+// whatever the record names at commit time, so it is refused.
+func TestAssetUploadRequiresObjectKey(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write"))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "a.pdf", "status": "pending"}})
+	b := []byte("%PDF")
+	base := strings.TrimSuffix(assetPath("r1", "drive-files", "f1", ""), "?objectKey=")
+	for name, path := range map[string]string{
+		"missing":       base,
+		"empty":         base + "?objectKey=",
+		"repeated":      base + "?objectKey=a.pdf&objectKey=a.pdf",
+		"leading slash": base + "?objectKey=%2Fa.pdf",
+		"scheme":        base + "?objectKey=https%3A%2F%2Fx%2Fa.pdf",
+		"control char":  base + "?objectKey=a%0A.pdf",
+		"over 1024":     base + "?objectKey=" + strings.Repeat("a", 1025),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := requireProblem(t, a.upload(key, path, "application/pdf", digestHeader(b), b), http.StatusBadRequest, "invalid-request")
+			require.Equal(t, "objectKey", p.Errors[0].Parameter)
+		})
+	}
+	p := requireProblem(t, a.upload(key, assetPath("r1", "drive-files", "f1", "b.pdf"), "application/pdf", digestHeader(b), b),
+		http.StatusConflict, "conflict")
+	require.Contains(t, p.Detail, "now names another file")
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b).Status)
+}
+
+// Server-made mutation ids live where client ids cannot: a client sending
+// the id an upload would use gets a 400, and the upload still works.
+func TestUploadMutationIDCannotBeTaken(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read", "areas:write"))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "a.pdf", "status": "pending"}})
+	b := []byte("%PDF-1.7")
+	r := a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b)
+	require.Equal(t, http.StatusOK, r.Status)
+	var up struct{ Data envelopeDoc }
+	r.JSON(t, &up)
+	require.Regexp(t, `^upload~[0-9a-f]{32}$`, up.Data.MutationID)
+	taken := up.Data.MutationID
+	requireProblem(t, a.ingest(key, "r1", "areas", "a1", taken, snapshot("r1", "a1", taken, 1, false, area("x"))),
+		http.StatusBadRequest, "invalid-request")
+	again := a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b)
+	require.Equal(t, http.StatusOK, again.Status)
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
 }

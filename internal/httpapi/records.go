@@ -133,7 +133,7 @@ func (a *API) recordPut(c *gin.Context) error {
 	if len(errs) > 0 || !capturedOK {
 		return validate.Invalid(errs)
 	}
-	canon, err := json.Marshal(doc)
+	canon, err := canonicalJSON(doc)
 	if err != nil {
 		return err
 	}

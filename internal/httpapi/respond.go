@@ -88,3 +88,13 @@ func remarshal(doc any, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// canonicalJSON encodes v in the one form equal values share
+// (wire.CanonicalJSON), for request digests.
+func canonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return wire.CanonicalJSON(b)
+}

@@ -22,7 +22,12 @@ type DeliveryPos struct {
 // again is a replay (replayed=true, nothing changes); different content
 // for an existing id is a conflict.
 func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Delivery, bool, error) {
-	canon, err := json.Marshal(d)
+	plain, err := json.Marshal(d)
+	if err != nil {
+		return wire.Delivery{}, false, err
+	}
+	// Replays compare values: 3.50 and 3.5 are the same delivery.
+	canon, err := wire.CanonicalJSON(plain)
 	if err != nil {
 		return wire.Delivery{}, false, err
 	}

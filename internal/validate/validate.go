@@ -7,7 +7,9 @@ package validate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -24,7 +27,7 @@ import (
 	"github.com/foodsafe/foodsafe/schemas"
 )
 
-// maxNumberLen bounds the text of a JSON number; a double needs far fewer.
+// maxNumberLen bounds the text of a JSON number.
 const maxNumberLen = 100
 
 var printer = message.NewPrinter(language.English)
@@ -103,12 +106,13 @@ func (s *Set) Has(name string) bool {
 }
 
 // Decode parses a request body into the generic form the validator reads.
-// The body must be one JSON object. Numbers must be finite doubles written
-// in at most 100 characters: that is what a JSON number means to clients,
-// and it keeps every value storable in PostgreSQL jsonb (whose numeric type
-// overflows on e.g. 1e-20000) and cheap to validate. Numbers are rewritten
-// in their shortest round-trip form (as JavaScript prints them: 3.50 -> 3.5,
-// 1E2 -> 100), so equal values compare equal when a replay is checked.
+// The body must be one JSON object (RFC 8259): UTF-8 throughout (invalid
+// bytes and lone surrogate escapes such as \ud800 are refused, never
+// rewritten), member names unique within an object, no NUL character, and
+// every number a finite double. Numbers keep the text they were
+// sent with (json.Number), so data carries through untouched; replays are
+// compared on wire.CanonicalJSON, where 1.50 and 1.5 are the same value.
+// Every violation is reported with the JSON Pointer of the offending value.
 func Decode(body []byte) (map[string]any, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
@@ -118,13 +122,56 @@ func Decode(body []byte) (map[string]any, error) {
 	if !ok {
 		return nil, apperr.New(apperr.Invalid, "The body must be a JSON object.")
 	}
-	var errs []apperr.FieldError
+	// encoding/json, under the validator, accepts invalid UTF-8 and
+	// duplicate names silently; the strict reader finds them with their
+	// location, and checks every number on the way.
+	errs := strictScan(body)
 	checkStorable(obj, "", &errs)
 	if len(errs) > 0 {
-		sort.Slice(errs, func(i, j int) bool { return errs[i].Pointer < errs[j].Pointer })
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Pointer < errs[j].Pointer })
 		return nil, Invalid(errs)
 	}
 	return obj, nil
+}
+
+// strictScan reads the body token by token with the strict reader of
+// github.com/go-json-experiment/json (the upstream of encoding/json/v2),
+// which refuses invalid UTF-8, invalid surrogate escapes and duplicate
+// member names and says where. It also checks each number's range.
+func strictScan(body []byte) []apperr.FieldError {
+	var errs []apperr.FieldError
+	d := jsontext.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				errs = append(errs, syntaxViolation(err))
+			}
+			return errs
+		}
+		if tok.Kind() == '0' {
+			if detail := numberViolation(tok.String()); detail != "" {
+				errs = append(errs, apperr.FieldError{Pointer: string(d.StackPointer()), Detail: detail})
+			}
+		}
+	}
+}
+
+// syntaxViolation locates what the strict reader refused.
+func syntaxViolation(err error) apperr.FieldError {
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		return apperr.FieldError{Detail: "the body is not valid JSON text"}
+	}
+	at := string(se.JSONPointer)
+	msg := se.Err.Error()
+	switch {
+	case errors.Is(se.Err, jsontext.ErrDuplicateName):
+		return apperr.FieldError{Pointer: at, Detail: "member name appears twice in the same object; names must be unique"}
+	case strings.Contains(msg, "UTF-8"), strings.Contains(msg, "surrogate"):
+		return apperr.FieldError{Pointer: at, Detail: "text is not valid UTF-8 (invalid bytes or a lone surrogate escape); JSON must be UTF-8 (RFC 8259)"}
+	}
+	return apperr.FieldError{Pointer: at, Detail: "not valid JSON text: " + jsonErrorText(se.Err)}
 }
 
 func jsonErrorText(err error) string {
@@ -138,9 +185,8 @@ func jsonErrorText(err error) string {
 // nulDetail explains the one character PostgreSQL text and jsonb refuse.
 const nulDetail = "must not contain the NUL character (U+0000)"
 
-// checkStorable walks a decoded body: numbers are made canonical (or
-// refused, see Decode), and strings or member names holding NUL, which
-// PostgreSQL cannot store, are refused.
+// checkStorable walks a decoded body and refuses strings or member names
+// holding NUL, which PostgreSQL cannot store.
 func checkStorable(v any, ptr string, errs *[]apperr.FieldError) {
 	switch t := v.(type) {
 	case map[string]any:
@@ -150,20 +196,11 @@ func checkStorable(v any, ptr string, errs *[]apperr.FieldError) {
 				*errs = append(*errs, apperr.FieldError{Pointer: at, Detail: "member name " + nulDetail})
 				continue
 			}
-			if n, ok := c.(json.Number); ok {
-				t[k] = canonicalNumber(n, at, errs)
-				continue
-			}
 			checkStorable(c, at, errs)
 		}
 	case []any:
 		for i, c := range t {
-			at := ptr + "/" + strconv.Itoa(i)
-			if n, ok := c.(json.Number); ok {
-				t[i] = canonicalNumber(n, at, errs)
-				continue
-			}
-			checkStorable(c, at, errs)
+			checkStorable(c, ptr+"/"+strconv.Itoa(i), errs)
 		}
 	case string:
 		if strings.ContainsRune(t, 0) {
@@ -172,46 +209,36 @@ func checkStorable(v any, ptr string, errs *[]apperr.FieldError) {
 	}
 }
 
-func canonicalNumber(n json.Number, ptr string, errs *[]apperr.FieldError) json.Number {
-	f, ok := usableNumber(string(n))
-	if !ok {
-		*errs = append(*errs, apperr.FieldError{Pointer: ptr,
-			Detail: "number out of range: numbers must be finite IEEE-754 doubles written in at most 100 characters"})
-		return n
+// numberViolation says why a JSON number is refused, or "". Numbers must
+// be finite IEEE-754 doubles written in at most 100 characters: that is what
+// a JSON number means to clients (the OpenAPI document says format double),
+// and every such number is storable in PostgreSQL jsonb, which keeps its
+// text exactly (1.50 stays 1.50).
+func numberViolation(s string) string {
+	if !usableNumber(s) {
+		return "number out of range: numbers must be finite IEEE-754 doubles written in at most 100 characters"
 	}
-	return json.Number(FormatNumber(f))
+	return ""
 }
 
-// usableNumber parses s, rejecting overflow to infinity and non-zero
-// values that underflow to zero.
-func usableNumber(s string) (float64, bool) {
+// usableNumber rejects text longer than maxNumberLen, overflow to infinity
+// and non-zero values that underflow to zero.
+func usableNumber(s string) bool {
 	if len(s) > maxNumberLen {
-		return 0, false
+		return false
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) {
-		return 0, false
+		return false
 	}
 	if f == 0 {
 		mant := s
 		if i := strings.IndexAny(mant, "eE"); i >= 0 {
 			mant = mant[:i]
 		}
-		return 0, strings.Trim(mant, "-+0.") == ""
+		return strings.Trim(mant, "-+0.") == ""
 	}
-	return f, true
-}
-
-// FormatNumber prints a double the way JavaScript does: plain decimals
-// between 1e-6 and 1e21, exponent form outside, and 0 for -0.
-func FormatNumber(f float64) string {
-	if f == 0 {
-		return "0"
-	}
-	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return true
 }
 
 // Validate checks doc against the named schema and returns every violation,
