@@ -147,3 +147,32 @@ func TestMobileSessions(t *testing.T) {
 		`SELECT count(*) FROM audit_events WHERE key_public_id = $1 AND route LIKE '/v1/ingest/%'`, publicID(t, device)).Scan(&n))
 	require.GreaterOrEqual(t, n, 2)
 }
+
+// A token that lost a grant is dead for good: granting the scope again
+// does not bring it back, while a token that never carried the scope is
+// untouched.
+func TestSessionLosingAGrantStaysDead(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	device := a.newKey(grant("r1", "areas:write", "products:write"))
+	var narrowed, other sessionDoc
+	r := a.openSession(device, map[string]any{"restaurantId": "r1", "scopes": []string{"areas:write"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	r.JSON(t, &narrowed)
+	r = a.openSession(device, map[string]any{"scopes": []string{"products:write"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	r.JSON(t, &other)
+	a.put(narrowed.AccessToken, "r1", "areas", "a1", "m1", area("Kitchen"))
+
+	ctx := context.Background()
+	_, err := a.store().KeyUngrant(ctx, publicID(t, device), "r1", []string{"areas:write"})
+	require.NoError(t, err)
+	requireProblem(t, a.getAs(narrowed.AccessToken, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+	require.NoError(t, a.store().KeyGrant(ctx, publicID(t, device), []auth.Grant{grant("r1", "areas:write")}))
+	requireProblem(t, a.getAs(narrowed.AccessToken, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+	requireProblem(t, a.ingest(narrowed.AccessToken, "r1", "areas", "a2", "m2", snapshot("r1", "a2", "m2", 1, false, area("Bar"))),
+		http.StatusUnauthorized, "unauthorized")
+	require.Equal(t, http.StatusOK, a.getAs(other.AccessToken, "/v1/restaurants").Status, "a token without the scope lives on")
+	require.Equal(t, http.StatusOK, a.getAs(device, "/v1/restaurants").Status)
+}

@@ -144,7 +144,8 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 }
 
 // KeyUngrant removes scopes (all of them when scopes is empty) of one
-// restaurant from a key, reporting how many grants went away.
+// restaurant from a key, reporting how many grants went away. Session
+// tokens carrying a removed grant are deleted with it.
 func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, scopes []string) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, func(q *db.Queries) error {
@@ -157,6 +158,12 @@ func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, s
 		} else {
 			n, err = q.GrantRemoveScopes(ctx, db.GrantRemoveScopesParams{KeyID: k.ID, RestaurantID: restaurantID, Scopes: scopes})
 		}
+		if err != nil {
+			return err
+		}
+		// A token that lost a grant is dead for good: restoring the grant
+		// must not revive it.
+		_, err = q.SessionDeleteCarrying(ctx, db.SessionDeleteCarryingParams{KeyID: k.ID, RestaurantID: restaurantID, Scopes: nonNil(scopes)})
 		return err
 	})
 	return n, err

@@ -32,3 +32,15 @@ SELECT s.id, s.public_id, s.token_sha256, s.expires_at,
 FROM mobile_sessions s
 JOIN api_keys k ON k.id = s.key_id
 WHERE s.public_id = sqlc.arg(public_id);
+
+-- name: SessionDeleteCarrying :execrows
+-- Serves `foodsafe keys ungrant`, in its transaction: every session of the
+-- key that carries one of the removed grants (all scopes of the restaurant
+-- when scopes is empty) is deleted, so restoring the grant later does not
+-- bring the token back. mobile_sessions_key_idx (prefix key_id), then
+-- session_grants_pkey (prefix session_id, restaurant_id).
+DELETE FROM mobile_sessions s
+WHERE s.key_id = sqlc.arg(key_id)
+  AND EXISTS (SELECT 1 FROM session_grants g
+              WHERE g.session_id = s.id AND g.restaurant_id = sqlc.arg(restaurant_id)
+                AND (cardinality(sqlc.arg(scopes)::text[]) = 0 OR g.scope = ANY (sqlc.arg(scopes)::text[])));

@@ -64,6 +64,33 @@ func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) (Sessi
 	return i, err
 }
 
+const sessionDeleteCarrying = `-- name: SessionDeleteCarrying :execrows
+DELETE FROM mobile_sessions s
+WHERE s.key_id = $1
+  AND EXISTS (SELECT 1 FROM session_grants g
+              WHERE g.session_id = s.id AND g.restaurant_id = $2
+                AND (cardinality($3::text[]) = 0 OR g.scope = ANY ($3::text[])))
+`
+
+type SessionDeleteCarryingParams struct {
+	KeyID        int64
+	RestaurantID string
+	Scopes       []string
+}
+
+// Serves `foodsafe keys ungrant`, in its transaction: every session of the
+// key that carries one of the removed grants (all scopes of the restaurant
+// when scopes is empty) is deleted, so restoring the grant later does not
+// bring the token back. mobile_sessions_key_idx (prefix key_id), then
+// session_grants_pkey (prefix session_id, restaurant_id).
+func (q *Queries) SessionDeleteCarrying(ctx context.Context, arg SessionDeleteCarryingParams) (int64, error) {
+	result, err := q.db.Exec(ctx, sessionDeleteCarrying, arg.KeyID, arg.RestaurantID, arg.Scopes)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const sessionDeleteExpired = `-- name: SessionDeleteExpired :exec
 DELETE FROM mobile_sessions
 WHERE key_id = $1 AND expires_at < now()
