@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -519,4 +520,34 @@ func TestUploadMutationIDCannotBeTaken(t *testing.T) {
 	again := a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b)
 	require.Equal(t, http.StatusOK, again.Status)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+}
+
+// File storage that cannot be written is the operator's outage, not the
+// client's fault: 503 with Retry-After, /health/ready says so, nothing is
+// half-written, and the same upload succeeds once storage is back. (The
+// staging directory is replaced by a file, since tests run as root, whom
+// permission bits do not stop.)
+func TestUnwritableFileStorageIs503(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "a.pdf", "status": "pending"}})
+	staging := filepath.Join(a.cfg.BlobDir, "tmp")
+	require.NoError(t, os.RemoveAll(staging))
+	require.NoError(t, os.WriteFile(staging, nil, 0o600))
+
+	b := []byte("%PDF-1.7 plan")
+	r := a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b)
+	requireProblem(t, r, http.StatusServiceUnavailable, "dependency-unavailable")
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+	requireProblem(t, a.get("/health/ready"), http.StatusServiceUnavailable, "dependency-unavailable")
+	require.Empty(t, a.fileList(key, assetsPath("r1", "drive-files", "f1")))
+
+	require.NoError(t, os.Remove(staging))
+	require.NoError(t, os.Mkdir(staging, 0o750))
+	require.Equal(t, http.StatusOK, a.get("/health/ready").Status)
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b).Status)
+	require.Len(t, a.fileList(key, assetsPath("r1", "drive-files", "f1")), 1)
 }

@@ -20,13 +20,19 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
-// Errors of Put; callers map them to 400 and 413.
+// Errors of Put; callers map them to 400, 413 and 503.
 var (
 	ErrDigestMismatch = errors.New("the bytes do not match the announced SHA-256 digest")
 	ErrTooLarge       = errors.New("the upload exceeds the size limit")
+	// ErrUnavailable wraps every failure of the storage itself (cannot
+	// create, write, sync or rename; read-only, full or missing storage),
+	// as opposed to a failure reading the client's bytes: it is the
+	// operator's problem and worth a retry, never the client's fault.
+	ErrUnavailable = errors.New("file storage unavailable")
 )
 
 // Object describes stored bytes.
@@ -41,6 +47,8 @@ type Store interface {
 	// want and the size is at most maxBytes, nothing is kept. Storing bytes
 	// already present is harmless.
 	Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error)
+	// Check reports whether the storage can take uploads now (readiness).
+	Check(ctx context.Context) error
 	// DownloadURL returns a URL that downloads the object as contentType
 	// until expires, with no other credential. scope names the restaurant
 	// the download is made for (kept in the URL for the audit trail).
@@ -69,9 +77,34 @@ func (f *FS) path(sha string) string {
 // renames it into place: a reader never sees a partial or unverified file,
 // and a crash leaves only a temporary file behind.
 func (f *FS) Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
+	obj, err := f.put(ctx, r, want, maxBytes)
+	var se storageError
+	if errors.As(err, &se) {
+		return obj, fmt.Errorf("%w: %w", ErrUnavailable, se.err)
+	}
+	return obj, err
+}
+
+// storageError marks a failure of the file system, not of the reader.
+type storageError struct{ err error }
+
+func (e storageError) Error() string { return e.err.Error() }
+
+// storageWriter tags write failures as the storage's.
+type storageWriter struct{ w io.Writer }
+
+func (s storageWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = storageError{err}
+	}
+	return n, err
+}
+
+func (f *FS) put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
 	tmp, err := os.CreateTemp(filepath.Join(f.Dir, "tmp"), "upload-*")
 	if err != nil {
-		return Object{}, err
+		return Object{}, storageError{err}
 	}
 	keep := false
 	defer func() {
@@ -81,7 +114,7 @@ func (f *FS) Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBy
 		}
 	}()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(ctxReader{ctx, r}, maxBytes+1))
+	n, err := io.Copy(io.MultiWriter(storageWriter{tmp}, h), io.LimitReader(ctxReader{ctx, r}, maxBytes+1))
 	if err != nil {
 		return Object{}, err
 	}
@@ -95,20 +128,41 @@ func (f *FS) Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBy
 	}
 	obj := Object{SHA256: hex.EncodeToString(got[:]), Size: n}
 	if err := tmp.Sync(); err != nil {
-		return Object{}, err
+		return Object{}, storageError{err}
 	}
 	if err := tmp.Close(); err != nil {
-		return Object{}, err
+		return Object{}, storageError{err}
 	}
 	final := f.path(obj.SHA256)
 	if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
-		return Object{}, err
+		return Object{}, storageError{err}
 	}
 	if err := os.Rename(tmp.Name(), final); err != nil {
-		return Object{}, err
+		return Object{}, storageError{err}
 	}
 	keep = true
-	return obj, syncDir(filepath.Dir(final))
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return Object{}, storageError{err}
+	}
+	return obj, nil
+}
+
+// Check reports whether uploads can be written: the staging directory
+// exists, is a directory and is writable (a read-only or vanished file
+// system fails here, without writing anything).
+func (f *FS) Check(context.Context) error {
+	dir := filepath.Join(f.Dir, "tmp")
+	st, err := os.Stat(dir)
+	if err == nil && !st.IsDir() {
+		err = fmt.Errorf("%s is not a directory", dir)
+	}
+	if err == nil {
+		err = syscall.Access(dir, 2) // W_OK
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Open returns the stored file of sha for serving.

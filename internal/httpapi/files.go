@@ -98,8 +98,12 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 		return blob.Object{}, "", tooLarge
 	case errors.Is(err, blob.ErrDigestMismatch):
 		return blob.Object{}, "", apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
+	case errors.Is(err, blob.ErrUnavailable):
+		return blob.Object{}, "", errStorageUnavailable.WithCause(err)
+	case err != nil && c.Request.Context().Err() == nil:
+		return blob.Object{}, "", apperr.New(apperr.Invalid, "The body could not be read completely; nothing was stored.").WithCause(err)
 	case err != nil:
-		return blob.Object{}, "", err
+		return blob.Object{}, "", err // the client has gone: answered as 499
 	}
 	return obj, ct, nil
 }
@@ -306,5 +310,7 @@ func (w *problemWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "File storage is briefly unavailable; nothing was stored. Retry with backoff.")
 
 var errInvalidURL = apperr.New(apperr.Forbidden, "The download URL is invalid or has expired; ask the API for a fresh one.")
