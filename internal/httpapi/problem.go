@@ -22,7 +22,14 @@ type Problem struct {
 	Instance  string              `json:"instance"`
 	RequestID string              `json:"requestId"`
 	Errors    []apperr.FieldError `json:"errors,omitempty"`
+	// ErrorsOmitted counts the violations beyond the first maxProblemErrors,
+	// which are not listed: a body with 130,000 unknown members must not
+	// become an 11 MB answer.
+	ErrorsOmitted int `json:"errorsOmitted,omitempty"`
 }
+
+// maxProblemErrors caps the errors listed in one problem document.
+const maxProblemErrors = 100
 
 // problemFor renders err for the request in c (the one table is
 // apperr.Kinds). Every 5xx logs its cause with the request id; the cause
@@ -43,14 +50,19 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 		a.log.WarnContext(c.Request.Context(), string(kind.Code),
 			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
 	}
+	errs, omitted := e.Errors, 0
+	if len(errs) > maxProblemErrors {
+		errs, omitted = errs[:maxProblemErrors], len(errs)-maxProblemErrors
+	}
 	return Problem{
-		Type:      a.baseURL(c) + "/problems/" + string(kind.Code),
-		Title:     kind.Title,
-		Status:    kind.Status,
-		Detail:    detail,
-		Instance:  c.Request.URL.Path,
-		RequestID: requestID(c),
-		Errors:    e.Errors,
+		ErrorsOmitted: omitted,
+		Type:          a.baseURL(c) + "/problems/" + string(kind.Code),
+		Title:         kind.Title,
+		Status:        kind.Status,
+		Detail:        detail,
+		Instance:      c.Request.URL.Path,
+		RequestID:     requestID(c),
+		Errors:        errs,
 	}
 }
 
