@@ -132,6 +132,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ShutdownTimeout:   c.ShutdownTimeout,
+		Canned:            httpapi.CannedProblems(c.BaseURL),
 	}, a.log)
 	cctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()

@@ -26,9 +26,11 @@ const (
 	PayloadTooLarge       Code = "payload-too-large"
 	PreconditionFailed    Code = "precondition-failed"
 	RangeNotSatisfiable   Code = "range-not-satisfiable"
+	HeadersTooLarge       Code = "request-header-fields-too-large"
 	RateLimited           Code = "rate-limit-exceeded"
 	DependencyUnavailable Code = "dependency-unavailable"
 	Internal              Code = "internal-error"
+	NotImplemented        Code = "not-implemented"
 )
 
 // Kind is one row of the problem table.
@@ -55,8 +57,25 @@ var Kinds = []Kind{
 	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
 	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},
 	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent.", "Yes, after the seconds in Retry-After."},
+	{HeadersTooLarge, 431, "Request header fields too large", "The request line and headers together exceed 64 KiB; answered before routing, so instance is empty.", "No."},
 	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
+	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing, so instance is empty.", "No."},
 	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable.", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
+}
+
+// KindOfStatus returns the row of an HTTP status, for answers made before
+// any handler ran; a status without a row of its own is invalid-request
+// (4xx) or internal-error (5xx).
+func KindOfStatus(status int) Kind {
+	for _, k := range Kinds {
+		if k.Status == status {
+			return k
+		}
+	}
+	if status < 500 {
+		return KindOf(Invalid)
+	}
+	return KindOf(Internal)
 }
 
 // KindOf returns the row of code; unknown codes are internal errors.

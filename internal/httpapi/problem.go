@@ -2,8 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -96,12 +100,55 @@ func (a *API) fail(c *gin.Context, err error) {
 
 // baseURL is FOODSAFE_BASE_URL, or the scheme and Host of the request.
 func (a *API) baseURL(c *gin.Context) string {
-	if a.cfg.BaseURL != "" {
-		return a.cfg.BaseURL
+	local, _ := c.Request.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, c.Request.Host, local)
+}
+
+// baseURL is the configured base URL, else the scheme and Host the client
+// used, else (an HTTP/1.0 request without Host, or one that could not be
+// parsed) the address the client reached.
+func baseURL(configured string, tls bool, host string, local net.Addr) string {
+	if configured != "" {
+		return configured
 	}
 	scheme := "http"
-	if c.Request.TLS != nil {
+	if tls {
 		scheme = "https"
 	}
-	return scheme + "://" + c.Request.Host
+	if host == "" && local != nil {
+		host = local.String()
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	return scheme + "://" + host
+}
+
+// CannedProblems renders, as problem documents, the answers net/http gives
+// by itself to requests it cannot parse (431 for a header section over the
+// limit, 400 for a malformed request line or header or a missing Host, 501
+// for an unknown transfer coding): spec 7 wants every failure to be one.
+// The request was never read, so instance is empty and the request id is
+// generated.
+func CannedProblems(configuredBaseURL string) func(status int, text string, local net.Addr) (string, []byte) {
+	return func(status int, text string, local net.Addr) (string, []byte) {
+		kind := apperr.KindOfStatus(status)
+		detail := "The request could not be parsed."
+		switch _, reason, ok := strings.Cut(text, ": "); {
+		case status == http.StatusRequestHeaderFieldsTooLarge:
+			detail = "The request line and headers together exceed the limit of 64 KiB."
+		case status == http.StatusNotImplemented:
+			detail = "The request uses a transfer coding this service does not support."
+		case ok:
+			detail = "The request could not be parsed: " + reason + "."
+		}
+		body, _ := json.Marshal(Problem{
+			Type:      baseURL(configuredBaseURL, false, "", local) + "/problems/" + string(kind.Code),
+			Title:     kind.Title,
+			Status:    status,
+			Detail:    detail,
+			RequestID: rand.Text(),
+		})
+		return "application/problem+json", body
+	}
 }

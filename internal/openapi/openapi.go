@@ -147,6 +147,7 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 		"bearerAuth": {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
 			Description: "A partner or device key `fsk_<public>.<secret>`, or a mobile session token `fst_<public>.<secret>`."}},
 	}
+	problemTypes(doc)
 	doc.Components.Parameters = parameters()
 	doc.Components.Headers = headers()
 	doc.Components.Responses = problemResponses()
@@ -356,6 +357,20 @@ func headers() openapi3.Headers {
 		"WWW-Authenticate":      header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
 		"ETag":                  header("The file's sha256, quoted.", openapi3.NewStringSchema()),
 		"Content-Range":         header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
+	}
+}
+
+// problemTypes pins the Problem schema's type member to the suffixes of
+// apperr.Kinds, the table the service answers from.
+func problemTypes(doc *openapi3.T) {
+	codes := make([]string, len(apperr.Kinds))
+	for i, k := range apperr.Kinds {
+		codes[i] = regexp.QuoteMeta(string(k.Code))
+	}
+	if p := doc.Components.Schemas["Problem"]; p != nil && p.Value != nil {
+		if t := p.Value.Properties["type"]; t != nil && t.Value != nil {
+			t.Value.Pattern = "/problems/(" + strings.Join(codes, "|") + ")$"
+		}
 	}
 }
 

@@ -20,6 +20,9 @@ type Options struct {
 	IdleTimeout       time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests.
 	ShutdownTimeout time.Duration
+	// Canned, when set, replaces the plain-text answers net/http writes
+	// itself to requests it cannot parse (see cannedListener).
+	Canned CannedRenderer
 }
 
 // Serve answers on ln until ctx is cancelled, then stops accepting, lets
@@ -36,6 +39,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if o.Canned != nil {
+		ln = cannedListener{Listener: ln, render: o.Canned}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
