@@ -98,3 +98,30 @@ func TestProblemTypeWithoutHost(t *testing.T) {
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
 	require.Equal(t, "http://"+addr+"/problems/not-found", p.Type)
 }
+
+// HEAD is served wherever GET is (RFC 9110 9.1): same status and headers,
+// no body, and listed in Allow.
+func TestHeadWhereverGet(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:read", "areas:write"))
+	a.put(key, "r1", "areas", "a1", "m1", area("Kitchen"))
+	for _, path := range []string{"/health/live", "/health/ready", "/health/version", "/openapi.json", "/v1/restaurants",
+		recordsPath("r1", "areas"), recordsPath("r1", "areas") + "/a1", "/v1/restaurants/r1/collections"} {
+		get := a.getAs(key, path)
+		head := a.do(req{Method: http.MethodHead, Path: path, Header: map[string]string{"Authorization": "Bearer " + key}})
+		require.Equal(t, get.Status, head.Status, path)
+		require.Empty(t, head.Body, path)
+		require.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), path)
+		require.Equal(t, get.Header.Get("Content-Length"), head.Header.Get("Content-Length"), path)
+	}
+	// Access rules hold for HEAD as for GET.
+	head := a.do(req{Method: http.MethodHead, Path: "/v1/restaurants"})
+	require.Equal(t, http.StatusUnauthorized, head.Status)
+	require.Empty(t, head.Body)
+	r := a.do(req{Method: http.MethodDelete, Path: "/health/live"})
+	requireProblem(t, r, http.StatusMethodNotAllowed, "method-not-allowed")
+	require.Contains(t, r.Header.Get("Allow"), "HEAD")
+	require.Contains(t, r.Header.Get("Allow"), "GET")
+}

@@ -58,19 +58,32 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	ct, err := loadContract()
 	require.NoError(t, err)
 	registered := map[string]bool{}
+	heads := 0
 	for _, r := range a.svc.Engine.Routes() {
 		key := r.Method + " " + openapi.OpenAPIPath(r.Path)
 		registered[key] = true
 		item := ct.doc.Paths.Value(openapi.OpenAPIPath(r.Path))
 		require.NotNil(t, item, "%s is not documented", key)
+		if r.Method == http.MethodHead && item.GetOperation(r.Method) == nil {
+			// HEAD mirrors a documented GET (RFC 9110 9.1).
+			require.NotNil(t, item.Get, "%s answers HEAD but not GET", key)
+			heads++
+			continue
+		}
 		require.NotNil(t, item.GetOperation(r.Method), "%s is not documented", key)
+	}
+	for path, item := range ct.doc.Paths.Map() {
+		if item.Get != nil {
+			require.True(t, registered["HEAD "+path], "GET %s does not answer HEAD", path)
+		}
 	}
 	for path, item := range ct.doc.Paths.Map() {
 		for method := range item.Operations() {
 			require.True(t, registered[method+" "+path], "%s %s is documented but not served", method, path)
 		}
 	}
-	require.Len(t, registered, 21, "the route table, counted by hand")
+	require.Len(t, registered, 21+heads, "the route table, counted by hand, and HEAD for every GET")
+	require.Equal(t, 14, heads, "every GET but the file download, whose HEAD is documented")
 }
 
 func TestDocsPage(t *testing.T) {

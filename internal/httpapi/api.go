@@ -7,6 +7,7 @@ package httpapi
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -90,8 +91,18 @@ func New(d Deps) (*gin.Engine, error) {
 		a.fail(c, apperr.New(apperr.MethodNotAllowed,
 			"Method %s is not allowed here; see the Allow header.", c.Request.Method))
 	})
-	for _, r := range a.routes() {
+	routes := a.routes()
+	heads := map[string]bool{}
+	for _, r := range routes {
 		e.Handle(r.Method, r.Path, a.chain(r)...)
+		heads[r.Path] = heads[r.Path] || r.Method == http.MethodHead
+	}
+	// RFC 9110 9.1: HEAD wherever GET, with the same status and headers
+	// (net/http drops the body). Load balancers probe with it.
+	for _, r := range routes {
+		if r.Method == http.MethodGet && !heads[r.Path] {
+			e.Handle(http.MethodHead, r.Path, a.chain(r)...)
+		}
 	}
 	return e, nil
 }

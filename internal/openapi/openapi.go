@@ -129,7 +129,8 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 			Version: "1",
 			Description: "Food-safety records of restaurants for partners (deliveries and 24 record collections), " +
 				"the mobile app's snapshot ingest and file uploads. Every timestamp is epoch milliseconds as a string of " +
-				"digits. Every failure is an application/problem+json document. This document is generated from the " +
+				"digits. Every failure is an application/problem+json document. Every GET operation also answers HEAD " +
+				"(same status and headers, no body). This document is generated from the " +
 				"running service and is authoritative.",
 			Extensions: map[string]any{"x-service-version": info.Version},
 			Contact:    &openapi3.Contact{Name: "foodsafe partner support", Email: "partners@foodsafe.example"},
