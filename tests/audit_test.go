@@ -127,3 +127,41 @@ func TestAuditSurvivesHostilePaths(t *testing.T) {
 		require.LessOrEqual(t, utf8.RuneCountInString(e.RestaurantID), 200)
 	}
 }
+
+// A key pasted where it does not belong (a path, X-Request-ID, a body
+// field) never reaches a log line, an audit row or a problem body: its
+// secret half is redacted, its public id kept for support.
+func TestPastedKeysAreRedacted(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "deliveries:read"))
+	secret := secretOf(key)
+	var bodies []string
+	r := a.getAs(key, "/v1/restaurants/"+key+"/deliveries?from=0&to=1")
+	requireProblem(t, r, http.StatusNotFound, "not-found")
+	bodies = append(bodies, string(r.Body))
+	r = a.get("/nowhere/"+key, "X-Request-ID", key)
+	requireProblem(t, r, http.StatusNotFound, "not-found")
+	require.NotEqual(t, key, r.Header.Get("X-Request-ID"), "a credential is never echoed as a request id")
+	bodies = append(bodies, string(r.Body))
+	r = a.ingest(key, "r1", "areas", "a1", "m1", snapshot("r1", "a1", "m1", 1, false, map[string]any{"name": "x", "isDeleted": false, "note": key}))
+	requireProblem(t, r, http.StatusBadRequest, "invalid-request")
+	bodies = append(bodies, string(r.Body))
+	sess := a.openSession(key, map[string]any{"scopes": []string{key}})
+	requireProblem(t, sess, http.StatusBadRequest, "invalid-request")
+	bodies = append(bodies, string(sess.Body))
+	for _, b := range bodies {
+		require.NotContains(t, b, secret)
+	}
+	require.Contains(t, strings.Join(bodies, ""), "[redacted]", "the public half stays quotable")
+
+	events := flushedAudit(t, a)
+	require.NotEmpty(t, events)
+	for _, e := range events {
+		require.NotContains(t, fmt.Sprintf("%+v", e), secret)
+	}
+	logs := a.logs.String()
+	require.Contains(t, logs, "/nowhere/fsk_")
+	require.NotContains(t, logs, secret)
+}

@@ -551,3 +551,33 @@ func TestUnwritableFileStorageIs503(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "a.pdf"), "application/pdf", digestHeader(b), b).Status)
 	require.Len(t, a.fileList(key, assetsPath("r1", "drive-files", "f1")), 1)
 }
+
+// Range edge cases of RFC 9110: a suffix of zero bytes is unsatisfiable
+// (416 with the size), an unknown range unit is ignored (the whole file).
+func TestFileRangeEdges(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+		"asset": map[string]any{"objectKey": "n.txt", "status": "pending"}})
+	b := []byte(strings.Repeat("0123456789", 4) + "abcdefghi") // 49 bytes
+	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "n.txt"), "text/plain", digestHeader(b), b).Status)
+	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+
+	r := a.fetch(u, "Range", "bytes=-0")
+	requireProblem(t, r, http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
+	require.Equal(t, "bytes */49", r.Header.Get("Content-Range"))
+	requireProblem(t, a.fetch(u, "Range", "bytes=-0, -00"), http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
+	part := a.fetch(u, "Range", "bytes=-0,0-1")
+	require.Equal(t, http.StatusPartialContent, part.Status)
+	require.Equal(t, "01", string(part.Body))
+	last := a.fetch(u, "Range", "bytes=-3")
+	require.Equal(t, http.StatusPartialContent, last.Status)
+	require.Equal(t, "ghi", string(last.Body))
+	for _, unit := range []string{"foo=1-2", "items=0-1", "bytes"} {
+		whole := a.fetch(u, "Range", unit)
+		require.Equal(t, http.StatusOK, whole.Status, unit)
+		require.Equal(t, b, whole.Body, unit)
+	}
+}

@@ -106,7 +106,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	a := newApp(t)
 	r := a.do(req{Method: http.MethodPost, Path: "/health/live"})
 	requireProblem(t, r, http.StatusMethodNotAllowed, "method-not-allowed")
-	require.Equal(t, "GET", r.Header.Get("Allow"))
+	require.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
 }
 
 func TestPanicIsOpaque500(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
+	"github.com/foodsafe/foodsafe/internal/redact"
 	"github.com/foodsafe/foodsafe/internal/server"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
@@ -45,6 +46,9 @@ type Options struct {
 // New builds the service. Nothing here needs the database to be up. On
 // any error, everything opened so far is closed again.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_ *App, err error) {
+	// Whatever a client pastes where (a key in a path, a header, a body
+	// field), no log line of the service carries a secret.
+	log = slog.New(redact.Handler(log.Handler()))
 	var undo []func()
 	defer func() {
 		if err != nil {

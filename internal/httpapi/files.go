@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -264,8 +265,42 @@ func (a *API) fileGet(c *gin.Context) error {
 	h.Set("Content-Disposition", "attachment")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	if !satisfiableRange(c.Request) {
+		h.Set("Content-Range", "bytes */"+strconv.FormatInt(st.Size(), 10))
+		return errRangeNotSatisfiable
+	}
 	http.ServeContent(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request, "", st.ModTime(), f)
 	return nil
+}
+
+// satisfiableRange corrects two answers of http.ServeContent before it
+// runs (RFC 9110 14.1-14.2): a Range in a unit other than bytes is ignored
+// (the whole file, 200), where ServeContent answers 416; and a suffix range
+// of length 0 ("-0") is unsatisfiable, where ServeContent serves a 206 with
+// an inverted Content-Range. It drops the header or its "-0" parts and
+// reports false when nothing satisfiable is left.
+func satisfiableRange(r *http.Request) bool {
+	v := r.Header.Get("Range")
+	if v == "" {
+		return true
+	}
+	unit, set, ok := strings.Cut(v, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		r.Header.Del("Range")
+		return true
+	}
+	var keep []string
+	for _, spec := range strings.Split(set, ",") {
+		if spec = strings.TrimSpace(spec); strings.TrimLeft(strings.TrimPrefix(spec, "-"), "0") == "" && strings.HasPrefix(spec, "-") {
+			continue // "-0", "-00": a suffix of no bytes
+		}
+		keep = append(keep, spec)
+	}
+	if len(keep) == 0 {
+		return false
+	}
+	r.Header.Set("Range", "bytes="+strings.Join(keep, ","))
+	return true
 }
 
 // problemWriter turns the plain-text errors of standard file servers
@@ -287,7 +322,7 @@ func (w *problemWriter) WriteHeader(code int) {
 	var err error
 	switch code {
 	case http.StatusRequestedRangeNotSatisfiable:
-		err = apperr.New(apperr.RangeNotSatisfiable, "The requested Range cannot be satisfied; Content-Range gives the file's size.")
+		err = errRangeNotSatisfiable
 	case http.StatusPreconditionFailed:
 		err = apperr.New(apperr.PreconditionFailed, "If-Match or If-Unmodified-Since does not match the file.")
 	case http.StatusNotFound:
@@ -310,6 +345,8 @@ func (w *problemWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+var errRangeNotSatisfiable = apperr.New(apperr.RangeNotSatisfiable, "The requested Range cannot be satisfied; Content-Range gives the file's size.")
 
 var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "File storage is briefly unavailable; nothing was stored. Retry with backoff.")
 

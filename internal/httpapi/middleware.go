@@ -16,6 +16,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/redact"
 )
 
 const (
@@ -26,7 +27,8 @@ const (
 )
 
 // saneRequestID accepts 1-200 visible ASCII characters, so a client's id is
-// safe to echo into headers, JSON and logs.
+// safe to echo into headers, JSON and logs; one that holds a credential is
+// replaced too, so a key pasted there is never echoed, logged or audited.
 func saneRequestID(s string) bool {
 	if len(s) == 0 || len(s) > maxRequestIDLen {
 		return false
@@ -36,7 +38,7 @@ func saneRequestID(s string) bool {
 			return false
 		}
 	}
-	return true
+	return !redact.Contains(s)
 }
 
 // withRequestID echoes a sane client X-Request-ID or generates one, before
@@ -161,7 +163,7 @@ func (a *API) auditTrail(c *gin.Context) {
 		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
-		RestaurantID: storableText(c.Param("restaurantId"), 200),
+		RestaurantID: storableText(redact.Secrets(c.Param("restaurantId")), 200),
 		KeyPublicID:  c.GetString(ctxLogKeyID),
 		Outcome:      c.GetString(ctxAuditOutcome),
 	}

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/redact"
 )
 
 // internalDetail is all a client learns of an unexpected failure.
@@ -58,13 +60,18 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	if len(errs) > maxProblemErrors {
 		errs, omitted = errs[:maxProblemErrors], len(errs)-maxProblemErrors
 	}
+	// Details may quote what the client sent; a pasted key never comes back.
+	errs = slices.Clone(errs)
+	for i := range errs {
+		errs[i].Detail = redact.Secrets(errs[i].Detail)
+	}
 	return Problem{
 		ErrorsOmitted: omitted,
 		Type:          a.baseURL(c) + "/problems/" + string(kind.Code),
 		Title:         kind.Title,
 		Status:        kind.Status,
-		Detail:        detail,
-		Instance:      c.Request.URL.Path,
+		Detail:        redact.Secrets(detail),
+		Instance:      redact.Secrets(c.Request.URL.Path),
 		RequestID:     requestID(c),
 		Errors:        errs,
 	}

@@ -74,6 +74,9 @@ func New(perMinute int, redisURL, prefix string, log *slog.Logger) (*Limiter, er
 		opts.WriteTimeout = redisTimeout
 		opts.PoolTimeout = redisTimeout
 		opts.MaxRetries = -1 // no retries; the fallback is the retry
+		// go-redis logs through a package-level logger writing plain text
+		// to stderr; send it through ours so every line stays JSON.
+		redis.SetLogger(redisLog{log})
 		l.client = redis.NewClient(opts)
 	}
 	return l, nil
@@ -149,4 +152,11 @@ func (l *Limiter) markDownLocked(err error) {
 
 func result(c limiter.Context) Result {
 	return Result{Limit: c.Limit, Remaining: c.Remaining, Reset: time.Unix(c.Reset, 0), Reached: c.Reached}
+}
+
+// redisLog adapts go-redis's Printf logger to slog.
+type redisLog struct{ log *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.log.WarnContext(ctx, "redis client: "+fmt.Sprintf(format, v...), "component", "redis")
 }
