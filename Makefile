@@ -14,7 +14,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test bench load fuzz generate check-generated vet lint-openapi clean
+.PHONY: build run migrate test chaos bench load fuzz generate check-generated vet lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -35,6 +35,12 @@ migrate: build
 ## test: every test, against a real PostgreSQL (see README, "Tests").
 test:
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## chaos: the connection-loss test of make test at length (CHAOS_KILLS cuts
+## of every database connection under load, each way; default 500).
+CHAOS_KILLS ?= 500
+chaos:
+	FOODSAFE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -race -count=1 -timeout 30m -run '^TestConnectionLossIsNever500$$' -v ./tests
 
 ## bench: the big-data benchmarks; not part of `make test`.
 bench:
