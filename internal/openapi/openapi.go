@@ -130,7 +130,9 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 			Description: "Food-safety records of restaurants for partners (deliveries and 24 record collections), " +
 				"the mobile app's snapshot ingest and file uploads. Every timestamp is epoch milliseconds as a string of " +
 				"digits. Every failure is an application/problem+json document. Every GET operation also answers HEAD " +
-				"(same status and headers, no body). This document is generated from the " +
+				"(same status and headers, no body). Beyond the responses listed per operation, a method a path does not " +
+				"have answers 405 method-not-allowed with an Allow header, and an unsupported transfer coding 501 not-implemented. " +
+				"This document is generated from the " +
 				"running service and is authoritative.",
 			Extensions: map[string]any{"x-service-version": info.Version},
 			Contact:    &openapi3.Contact{Name: "foodsafe partner support", Email: "partners@foodsafe.example"},
@@ -159,6 +161,7 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 			return nil, fmt.Errorf("%s %s: %w", op.Method, op.Path, err)
 		}
 	}
+	pruneProblemResponses(doc)
 	// Components were assembled from JSON; let the loader link every $ref.
 	if err := openapi3.NewLoader().ResolveRefsIn(doc, nil); err != nil {
 		return nil, fmt.Errorf("openapi references: %w", err)
@@ -361,6 +364,25 @@ func headers() openapi3.Headers {
 	}
 }
 
+// pruneProblemResponses drops the problem responses no operation lists:
+// 405 (a method a path does not have) and 501 (an unknown transfer coding)
+// belong to no operation; the document's description names them.
+func pruneProblemResponses(doc *openapi3.T) {
+	used := map[string]bool{}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				used[r.Ref] = true
+			}
+		}
+	}
+	for status := range doc.Components.Responses {
+		if !used["#/components/responses/"+status] {
+			delete(doc.Components.Responses, status)
+		}
+	}
+}
+
 // problemTypes pins the Problem schema's type member to the suffixes of
 // apperr.Kinds, the table the service answers from.
 func problemTypes(doc *openapi3.T) {
@@ -409,7 +431,9 @@ func problemResponses() openapi3.ResponseBodies {
 
 // errorStatuses are the failures an operation can answer.
 func errorStatuses(op Op) []int {
-	set := map[int]bool{400: true, 500: true} // malformed query strings; unexpected failures
+	// Malformed query strings; oversized header sections (answered before
+	// routing); unexpected failures.
+	set := map[int]bool{400: true, 431: true, 500: true}
 	switch op.Limit {
 	case LimitKey, LimitIP:
 		set[429] = true
