@@ -42,7 +42,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New builds the service. Nothing here needs the database to be up.
+// New builds the service. Nothing here needs the database to be up; an
+// object store (FOODSAFE_BLOB_URL) must answer.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*App, error) {
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -63,12 +64,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		st.Close()
 		return nil, err
 	}
-	urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	blobs, err := blob.NewFS(cfg.BlobDir, blob.NewSigner(urlKey))
+	blobs, err := openBlobs(ctx, cfg, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -83,6 +79,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return nil, err
 	}
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
+}
+
+// openBlobs opens the configured file store; only the filesystem store
+// signs its own URLs and needs FOODSAFE_URL_KEY.
+func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (blob.Store, error) {
+	var signer *blob.Signer
+	if cfg.BlobURL == "" {
+		urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
+		if err != nil {
+			return nil, err
+		}
+		signer = blob.NewSigner(urlKey)
+	}
+	blobs, err := blob.Open(ctx, blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir, Signer: signer})
+	if err != nil && cfg.BlobURL != "" {
+		return nil, fmt.Errorf("FOODSAFE_BLOB_URL: %w", err)
+	}
+	return blobs, err
 }
 
 // minKeyLen is the shortest accepted signing key.

@@ -92,27 +92,45 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 	}
 	// Files may take longer to arrive than a JSON body.
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(a.cfg.UploadTimeout))
-	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, want, a.cfg.MaxAssetBytes)
+	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
 	switch {
 	case errors.Is(err, blob.ErrTooLarge):
 		return blob.Object{}, "", tooLarge
 	case errors.Is(err, blob.ErrDigestMismatch):
 		return blob.Object{}, "", apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
+	case errors.Is(err, blob.ErrUnavailable):
+		a.log.WarnContext(c.Request.Context(), "file store unavailable", "request_id", requestID(c), "error", err)
+		return blob.Object{}, "", apperr.New(apperr.DependencyUnavailable, "The file store is briefly unavailable; nothing was stored. Retry with backoff.").WithCause(err)
 	case err != nil:
 		return blob.Object{}, "", err
 	}
 	return obj, ct, nil
 }
 
-// withURL signs a download URL, valid 15 minutes, into each item.
-func (a *API) withURL(c *gin.Context, restaurant string, items []model.FileItem) []model.FileItem {
-	exp := a.now().Add(urlLifetime)
+// withURL signs a download URL, valid 15 minutes, into each item;
+// urlExpiresAt is the instant the store says the URL stops working.
+func (a *API) withURL(c *gin.Context, restaurant string, items []model.FileItem) ([]model.FileItem, error) {
+	now := a.now()
 	for i := range items {
 		it := &items[i]
-		it.URL = a.blobs.DownloadURL(a.baseURL(c), restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
-		it.URLExpiresAt = model.Millis(exp.UnixMilli())
+		u, exp, err := a.blobs.DownloadURL(c.Request.Context(), blob.Download{BaseURL: a.baseURL(c), Scope: restaurant,
+			Object: blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, ContentType: it.ContentType, SignedAt: now, Lifetime: urlLifetime})
+		if err != nil {
+			return nil, apperr.New(apperr.DependencyUnavailable, "Download URLs cannot be signed right now; retry with backoff.").WithCause(err)
+		}
+		it.URL, it.URLExpiresAt = u, model.Millis(exp.UnixMilli())
 	}
-	return items
+	return items, nil
+}
+
+// respondFiles answers a list of files with their download URLs.
+func (a *API) respondFiles(c *gin.Context, restaurant string, items []model.FileItem) {
+	items, err := a.withURL(c, restaurant, items)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: items})
 }
 
 // fileCollection is the 400 for uploads into collections without files.
@@ -166,7 +184,7 @@ func (a *API) assetsList(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	a.respondFiles(c, restaurant, items)
 }
 
 // deliveryImagePut is the provider's image upload:
@@ -196,7 +214,12 @@ func (a *API) deliveryImagePut(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	respondWritten(c, a.withURL(c, restaurant, []model.FileItem{item})[0], replayed)
+	items, err := a.withURL(c, restaurant, []model.FileItem{item})
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	respondWritten(c, items[0], replayed)
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images.
@@ -211,14 +234,19 @@ func (a *API) deliveryImagesList(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, List[model.FileItem]{Data: a.withURL(c, restaurant, items)})
+	a.respondFiles(c, restaurant, items)
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own
 // signature is its authorisation. Range and conditional requests are
-// handled by http.ServeContent.
+// handled by http.ServeContent. With an object store, downloads go to the
+// store's presigned URLs and this route has nothing to serve.
 func (a *API) fileGet(c *gin.Context) {
 	restaurant, sha := c.Param("restaurantId"), c.Param("sha256")
+	if a.files == nil {
+		a.fail(c, apperr.ErrNotFound)
+		return
+	}
 	var vals [3]string
 	for i, name := range []string{"type", "expires", "signature"} {
 		v, ok, err := queryOnce(c, name)
@@ -228,11 +256,11 @@ func (a *API) fileGet(c *gin.Context) {
 		}
 		vals[i] = v
 	}
-	if err := a.blobs.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
+	if err := a.files.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
 		a.fail(c, errInvalidURL)
 		return
 	}
-	f, err := a.blobs.Open(sha)
+	f, err := a.files.Open(sha)
 	if errors.Is(err, os.ErrNotExist) {
 		a.fail(c, apperr.ErrNotFound)
 		return

@@ -29,15 +29,20 @@ func (a *API) healthLive(c *gin.Context) {
 	c.PureJSON(http.StatusOK, HealthStatus{Status: "ok"})
 }
 
-// healthReady answers 200 only when the database answers within
-// ReadyTimeout, so a load balancer stops routing to a process that cannot
-// serve.
+// healthReady answers 200 only when the database and the file store
+// answer within ReadyTimeout, so a load balancer stops routing to a
+// process that cannot serve.
 func (a *API) healthReady(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), a.cfg.ReadyTimeout)
 	defer cancel()
 	if err := a.store.Ping(ctx); err != nil {
 		a.log.WarnContext(ctx, "readiness probe failed", "request_id", requestID(c), "error", err)
 		a.fail(c, apperr.New(apperr.DependencyUnavailable, "The database is not reachable."))
+		return
+	}
+	if err := a.blobs.Ping(ctx); err != nil {
+		a.log.WarnContext(ctx, "readiness probe failed", "request_id", requestID(c), "error", err)
+		a.fail(c, apperr.New(apperr.DependencyUnavailable, "The file store is not reachable."))
 		return
 	}
 	c.PureJSON(http.StatusOK, HealthStatus{Status: "ready"})
