@@ -26,7 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	setS3Environment()
 	code := testdb.Main(m)
+	stopSharedS3()
 	removeCLI()
 	os.Exit(code)
 }
@@ -70,6 +72,8 @@ type appOptions struct {
 	dbURL    string
 	preStart func(*gin.Engine)
 	now      func() time.Time
+	// s3, when set, keeps the app's files in a new bucket of this server.
+	s3 *s3Server
 }
 
 // withClock replaces the service's clock.
@@ -111,6 +115,9 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	}
 	cfg := testConfig(o.dbURL)
 	cfg.BlobDir = t.TempDir()
+	if o.s3 != nil {
+		cfg.BlobURL = newBucket(t, o.s3)
+	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -206,6 +213,8 @@ type req struct {
 	Path   string
 	Header map[string]string
 	Body   io.Reader
+	// Chunked sends the body without a Content-Length.
+	Chunked bool
 }
 
 // do sends a request to the app, reads the whole response and holds the
@@ -225,6 +234,9 @@ func (a *app) do(r req) response {
 	require.NoError(a.t, err)
 	if r.Body == nil {
 		hr.Body, hr.ContentLength = http.NoBody, 0
+	}
+	if r.Chunked {
+		hr.Body, hr.ContentLength, hr.GetBody = io.NopCloser(bytes.NewReader(body)), -1, nil
 	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
