@@ -60,6 +60,9 @@ type app struct {
 	logs *logBuffer
 	// extraRoutes are paths a test registered itself: not in the contract.
 	extraRoutes []string
+	// remote, when set, is the base URL of a `foodsafe serve` process the
+	// requests go to instead of srv (the same database): see replica.
+	remote string
 }
 
 // store is the instance's store, for arranging data and checking effects.
@@ -230,7 +233,11 @@ func (a *app) do(r req) response {
 		body, err = io.ReadAll(r.Body)
 		require.NoError(a.t, err)
 	}
-	hr, err := http.NewRequest(r.Method, a.srv.URL+r.Path, bytes.NewReader(body))
+	base, client := a.srv.URL, a.srv.Client()
+	if a.remote != "" {
+		base, client = a.remote, http.DefaultClient
+	}
+	hr, err := http.NewRequest(r.Method, base+r.Path, bytes.NewReader(body))
 	require.NoError(a.t, err)
 	if r.Body == nil {
 		hr.Body, hr.ContentLength = http.NoBody, 0
@@ -241,7 +248,7 @@ func (a *app) do(r req) response {
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
 	}
-	res, err := a.srv.Client().Do(hr)
+	res, err := client.Do(hr)
 	require.NoError(a.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

@@ -340,6 +340,12 @@ func fetchURL(t testing.TB, method, rawURL string, kv ...string) response {
 	for i := 0; i+1 < len(kv); i += 2 {
 		r.Header.Set(kv[i], kv[i+1])
 	}
+	return fetchRequest(t, r)
+}
+
+// fetchRequest sends r and reads the whole response.
+func fetchRequest(t testing.TB, r *http.Request) response {
+	t.Helper()
 	res, err := http.DefaultClient.Do(r)
 	require.NoError(t, err)
 	defer res.Body.Close()

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -89,6 +91,15 @@ func NewS3(ctx context.Context, loc S3Location) (*S3, error) {
 		// Checksums are sent where this code asks for them, never added
 		// implicitly: presigned URLs stay plain GETs any client can use.
 		awsconfig.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		// One quick retry for a store's transient 500/503; an outage is
+		// answered within a fraction of a second, and the client retries.
+		awsconfig.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 2
+				o.MaxBackoff = 200 * time.Millisecond
+				o.RateLimiter = ratelimit.None
+			})
+		}),
 		awsconfig.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	}
 	if loc.Region != "" {
@@ -120,7 +131,7 @@ func NewS3(ctx context.Context, loc S3Location) (*S3, error) {
 func (s *S3) describe(err error) error {
 	l := s.loc
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotFound:
 			return fmt.Errorf("bucket %q does not exist at %s", l.Bucket, l.where())
