@@ -1,13 +1,11 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +25,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/blob"
-	"github.com/foodsafe/foodsafe/internal/config"
 )
 
 // The S3 server of the tests is versitygw with its posix backend, a real
@@ -353,25 +350,3 @@ func fetchRequest(t testing.TB, r *http.Request) response {
 	require.NoError(t, err)
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
-
-// s3Config points a config at a new bucket of srv.
-func s3Config(t testing.TB, srv *s3Server) func(*config.Config) {
-	u := newBucket(t, srv)
-	return func(c *config.Config) { c.BlobURL = u }
-}
-
-// serviceLog waits for a JSON log line of a child process whose msg is
-// want, and returns it.
-func serviceLog(t testing.TB, r *bufio.Scanner, want string) string {
-	t.Helper()
-	for r.Scan() {
-		if strings.Contains(r.Text(), `"msg":"`+want+`"`) {
-			return r.Text()
-		}
-	}
-	require.NoError(t, r.Err())
-	require.Fail(t, "process ended before logging "+want)
-	return ""
-}
-
-var errNotS3 = errors.New("not an S3 app")
