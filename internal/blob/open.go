@@ -62,7 +62,7 @@ func ParseS3URL(raw string) (S3Location, error) {
 		case "endpoint":
 			e, err := url.Parse(v)
 			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || e.User != nil {
-				return S3Location{}, fmt.Errorf("endpoint %q must be an http:// or https:// URL without credentials", v)
+				return S3Location{}, errors.New("endpoint must be an http:// or https:// URL without credentials")
 			}
 			loc.Endpoint = v
 		case "region":
