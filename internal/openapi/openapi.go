@@ -362,7 +362,7 @@ var problemStatuses = []struct {
 	{416, "range-not-satisfiable", "The Range lies outside the file."},
 	{429, "rate-limit-exceeded", "The request budget is spent; retry after Retry-After seconds."},
 	{500, "internal-error", "Unexpected failure, already recorded; retry once, then report the requestId."},
-	{503, "dependency-unavailable", "A needed component (the database) is briefly unavailable; retry with backoff."},
+	{503, "dependency-unavailable", "A needed component (the database or the file store) is briefly unavailable; retry with backoff."},
 }
 
 func problemResponses() openapi3.ResponseBodies {
