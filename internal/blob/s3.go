@@ -217,6 +217,9 @@ func (s *S3) putStream(ctx context.Context, key string, body *hashingReader, siz
 func (s *S3) putParts(ctx context.Context, key string, body *hashingReader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
 	buf := make([]byte, partSize)
 	n, err := io.ReadFull(body, buf)
+	if body.err != nil {
+		return Object{}, body.err // the client's stream failed
+	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		if _, err := body.verify(want, maxBytes); err != nil {
 			return Object{}, err
@@ -259,6 +262,9 @@ func (s *S3) putParts(ctx context.Context, key string, body *hashingReader, want
 		}
 		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(number), ChecksumSHA256: aws.String(b64)})
 		n, err = io.ReadFull(body, buf)
+		if body.err != nil {
+			return abort(body.err)
+		}
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 			return abort(err)
 		}
