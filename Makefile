@@ -32,9 +32,11 @@ run: build
 migrate: build
 	$(BIN) migrate --create-database
 
-## test: every test, against a real PostgreSQL (see README, "Tests").
+## test: every test, against a real PostgreSQL, Redis and S3 server (see
+## README, "Tests"); the first run also builds the S3 server (versitygw)
+## into the user's cache directory, which takes a few minutes.
 test:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## chaos: the connection-loss test of make test at length (CHAOS_KILLS cuts
 ## of every database connection under load, each way; default 500).

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 )
 
@@ -38,6 +40,19 @@ func sha256Hex(b []byte) string {
 // Repr-Digest are only sent when non-empty).
 func (a *app) upload(key, path, contentType, digest string, body []byte) response {
 	a.t.Helper()
+	return a.do(uploadReq(key, path, contentType, digest, body))
+}
+
+// uploadChunked is upload without a Content-Length (chunked transfer), as
+// a device streaming a file of unknown length sends it.
+func (a *app) uploadChunked(key, path, contentType, digest string, body []byte) response {
+	a.t.Helper()
+	r := uploadReq(key, path, contentType, digest, body)
+	r.Chunked = true
+	return a.do(r)
+}
+
+func uploadReq(key, path, contentType, digest string, body []byte) req {
 	h := map[string]string{"Authorization": "Bearer " + key}
 	if contentType != "" {
 		h["Content-Type"] = contentType
@@ -45,7 +60,7 @@ func (a *app) upload(key, path, contentType, digest string, body []byte) respons
 	if digest != "" {
 		h["Repr-Digest"] = digest
 	}
-	return a.do(req{Method: http.MethodPut, Path: path, Header: h, Body: bytes.NewReader(body)})
+	return req{Method: http.MethodPut, Path: path, Header: h, Body: bytes.NewReader(body)}
 }
 
 // assetPath is the upload of the file objectKey of a record's asset.
@@ -118,8 +133,14 @@ func (a *app) storedBlobs() []string {
 // the sha256; the record's next walk shows status uploaded.
 func TestAssetPendingToUploaded(t *testing.T) {
 	t.Parallel()
-	now := time.UnixMilli(1_800_000_000_000)
-	a := newApp(t, withClock(func() time.Time { return now }), withConfig(func(c *config.Config) { c.BaseURL = "" }))
+	forEachBackend(t, testAssetPendingToUploaded)
+}
+
+func testAssetPendingToUploaded(t *testing.T, b backend) {
+	// The object store checks presigned URLs against its own clock.
+	now := time.Now().Truncate(time.Second)
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	a := newApp(t, append(b.opts(t), withClock(func() time.Time { return now }), withConfig(func(c *config.Config) { c.BaseURL = "" }))...)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "cleaning-task-pictures:read"))
 	const col = "cleaning-task-pictures"
@@ -144,16 +165,33 @@ func TestAssetPendingToUploaded(t *testing.T) {
 	require.Equal(t, "image/jpeg", it.ContentType)
 	require.Equal(t, int64(len(jpeg)), it.ByteLength)
 	require.Equal(t, sha256Hex(jpeg), it.SHA256)
-	require.Equal(t, "1800000000000", it.UploadedAt)
-	require.Equal(t, "1800000900000", it.URLExpiresAt, "valid 15 minutes")
-	require.True(t, strings.HasPrefix(it.URL, a.srv.URL+"/v1/files/r1/"+it.SHA256+"?"), it.URL)
+	require.Equal(t, ms(now), it.UploadedAt)
+	require.Equal(t, ms(now.Add(15*time.Minute)), it.URLExpiresAt, "valid 15 minutes")
+	if a.onS3() {
+		loc, err := blob.ParseS3URL(a.cfg.BlobURL)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(it.URL, loc.Endpoint+"/"+loc.Bucket+"/files/sha256/"+it.SHA256[:2]+"/"+it.SHA256+"?"), it.URL)
+		u, err := url.Parse(it.URL)
+		require.NoError(t, err)
+		q := u.Query()
+		require.Equal(t, "900", q.Get("X-Amz-Expires"))
+		require.Equal(t, now.UTC().Format("20060102T150405Z"), q.Get("X-Amz-Date"), "signed at the service's clock")
+		require.Equal(t, "image/jpeg", q.Get("response-content-type"))
+		require.Equal(t, "attachment", q.Get("response-content-disposition"))
+		require.NotContains(t, it.URL, s3SecretKey)
+	} else {
+		require.True(t, strings.HasPrefix(it.URL, a.srv.URL+"/v1/files/r1/"+it.SHA256+"?"), it.URL)
+	}
 	require.NotContains(t, it.URL, secretOf(key))
 
-	got := a.fetch(it.URL) // no Authorization header
+	got := a.download(it.URL) // no Authorization header
 	require.Equal(t, http.StatusOK, got.Status)
 	require.Equal(t, sha256Hex(jpeg), sha256Hex(got.Body))
 	require.Equal(t, "image/jpeg", got.Header.Get("Content-Type"))
-	require.Equal(t, `"`+it.SHA256+`"`, got.Header.Get("ETag"))
+	require.Equal(t, "attachment", got.Header.Get("Content-Disposition"))
+	if !a.onS3() {
+		require.Equal(t, `"`+it.SHA256+`"`, got.Header.Get("ETag"))
+	}
 
 	walk := a.walkAll(key, "r1", col, 10)
 	require.Len(t, walk, 1)
@@ -192,7 +230,11 @@ func TestAssetPendingToUploaded(t *testing.T) {
 // stored (no blob, no change).
 func TestAssetUploadRejects(t *testing.T) {
 	t.Parallel()
-	a := newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = 1000 }))
+	forEachBackend(t, testAssetUploadRejects)
+}
+
+func testAssetUploadRejects(t *testing.T, b backend) {
+	a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.MaxAssetBytes = 1000 }))...)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "drive-files:write", "areas:write", "traceability-labels:read"))
 	const col = "cleaning-task-pictures"
@@ -223,6 +265,8 @@ func TestAssetUploadRejects(t *testing.T) {
 		{"non-ASCII content type", assetPath("r1", col, "pic", "p.jpg"), "image/png; name=\"caf\xe9\"", okDigest, body, 400, "invalid-request", "Content-Type"},
 		{"content type over 100", assetPath("r1", col, "pic", "p.jpg"), "image/png; x=" + strings.Repeat("a", 100), okDigest, body, 400, "invalid-request", "Content-Type"},
 		{"oversize", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", ""},
+		{"oversize, unknown length", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader(make([]byte, 1001)), make([]byte, 1001), 413, "payload-too-large", "chunked"},
+		{"digest mismatch, unknown length", assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader([]byte("other")), body, 400, "invalid-request", "chunked"},
 		{"collection without files", assetPath("r1", "areas", "a1", "a.jpg"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
 		{"unknown collection", assetPath("r1", "fridges", "a1", "a.jpg"), "image/jpeg", okDigest, body, 400, "invalid-request", "collection"},
 		{"unknown record", assetPath("r1", col, "nope", "x.jpg"), "image/jpeg", okDigest, body, 404, "not-found", ""},
@@ -233,13 +277,17 @@ func TestAssetUploadRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := requireProblem(t, a.upload(key, tc.path, tc.ct, tc.digest, tc.body), tc.status, tc.suffix)
+			up := a.upload
+			if tc.param == "chunked" {
+				up, tc.param = a.uploadChunked, ""
+			}
+			p := requireProblem(t, up(key, tc.path, tc.ct, tc.digest, tc.body), tc.status, tc.suffix)
 			if tc.param != "" {
 				require.Equal(t, tc.param, p.Errors[0].Parameter)
 			}
 		})
 	}
-	require.Empty(t, a.storedBlobs(), "nothing kept in blob storage")
+	require.Empty(t, a.storedObjects(), "nothing kept in blob storage")
 	var after int
 	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&after))
 	require.Equal(t, changes, after, "no change written")
@@ -247,12 +295,63 @@ func TestAssetUploadRejects(t *testing.T) {
 	// Exactly at the limit is fine.
 	limit := bytes.Repeat([]byte("x"), 1000)
 	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", col, "pic", "p.jpg"), "image/jpeg", digestHeader(limit), limit).Status)
+	require.Len(t, a.storedObjects(), 1)
+}
+
+// Files larger than one multipart part, with and without a
+// Content-Length: stored whole and verified; a mismatch or an excess
+// found only at the end of the stream leaves nothing in the store (no
+// object, no unfinished multipart upload).
+func TestLargeUploads(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		const limit = 12 << 20
+		a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.MaxAssetBytes = limit }))...)
+		a.addRestaurants("r1")
+		key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+		file := func(id string) string {
+			a.put(key, "r1", "drive-files", id, "m-"+id, map[string]any{"s3Key": "k", "name": id, "sizeBytes": 1,
+				"asset": map[string]any{"objectKey": id, "status": "pending"}})
+			return assetPath("r1", "drive-files", id, id)
+		}
+		big := make([]byte, 11<<20+12345)
+		_, _ = rand.Read(big)
+		tooBig := append(bytes.Clone(big), make([]byte, limit-len(big)+1)...)
+		wrong := bytes.Clone(big)
+		wrong[len(wrong)-1] ^= 1
+
+		requireProblem(t, a.uploadChunked(key, file("over"), "application/pdf", digestHeader(tooBig), tooBig), http.StatusRequestEntityTooLarge, "payload-too-large")
+		requireProblem(t, a.uploadChunked(key, file("bad"), "application/pdf", digestHeader(big), wrong), http.StatusBadRequest, "invalid-request")
+		requireProblem(t, a.upload(key, file("bad2"), "application/pdf", digestHeader(big), wrong), http.StatusBadRequest, "invalid-request")
+		require.Empty(t, a.storedObjects(), "nothing half-written is kept")
+
+		for _, chunked := range []bool{true, false} {
+			id := "ok-" + strconv.FormatBool(chunked)
+			up := a.upload
+			if chunked {
+				up = a.uploadChunked
+			}
+			body := append([]byte(id), big...)
+			r := up(key, file(id), "application/pdf", digestHeader(body), body)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			items := a.fileList(key, assetsPath("r1", "drive-files", id))
+			require.Len(t, items, 1)
+			got := a.download(items[0].URL)
+			require.Equal(t, http.StatusOK, got.Status)
+			require.Equal(t, sha256Hex(body), sha256Hex(got.Body))
+		}
+		require.Len(t, a.storedObjects(), 2)
+	})
 }
 
 // Identical uploads racing: one change, all answered 200.
 func TestAssetUploadRace(t *testing.T) {
 	t.Parallel()
-	a := newApp(t)
+	forEachBackend(t, testAssetUploadRace)
+}
+
+func testAssetUploadRace(t *testing.T, b backend) {
+	a := newApp(t, b.opts(t)...)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "traceability-labels:write", "traceability-labels:read"))
 	a.put(key, "r1", "traceability-labels", "l1", "m1", map[string]any{"timestamp": "1", "asset": map[string]any{"objectKey": "l1.png", "status": "pending"}})
@@ -264,43 +363,80 @@ func TestAssetUploadRace(t *testing.T) {
 	var n int
 	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&n))
 	require.Equal(t, 2, n, "the snapshot and one upload change")
+	require.Len(t, a.storedObjects(), 1)
 }
 
+// Download URLs on both stores: the bytes with the recorded type as an
+// attachment, Range and conditional requests, HEAD; any character changed
+// is refused; after 15 minutes the URL no longer works.
 func TestSignedURLs(t *testing.T) {
 	t.Parallel()
+	forEachBackend(t, testSignedURLs)
+}
+
+func testSignedURLs(t *testing.T, b backend) {
 	var mu sync.Mutex
+	// The object store checks expiry against its own clock, so the
+	// service's clock starts at the real time there.
 	now := time.UnixMilli(1_800_000_000_000)
-	a := newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
+	if b.s3 {
+		now = time.Now().Truncate(time.Second)
+	}
+	setNow := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
+	a := newApp(t, append(b.opts(t), withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))...)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
 	pdf := []byte("%PDF-1.7 " + strings.Repeat("haccp plan ", 100))
 	a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "plan.pdf", "sizeBytes": 1,
 		"asset": map[string]any{"objectKey": "plan.pdf", "status": "pending"}})
 	require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "plan.pdf"), "application/pdf", digestHeader(pdf), pdf).Status)
-	u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+	urlAt := func(at time.Time) string {
+		setNow(at)
+		return a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+	}
+	u := urlAt(now)
+	// problem checks a refusal: a problem document from our own route, the
+	// store's own (XML) error otherwise.
+	problem := func(r response, status int, suffix string) {
+		t.Helper()
+		if a.onS3() {
+			require.Equal(t, status, r.Status, "body: %s", r.Body)
+			return
+		}
+		requireProblem(t, r, status, suffix)
+	}
 
-	ok := a.fetch(u)
+	ok := a.download(u)
 	require.Equal(t, http.StatusOK, ok.Status)
 	require.Equal(t, pdf, ok.Body)
 	require.Equal(t, "application/pdf", ok.Header.Get("Content-Type"))
 	require.Equal(t, "attachment", ok.Header.Get("Content-Disposition"))
-	require.Equal(t, "nosniff", ok.Header.Get("X-Content-Type-Options"))
+	if !a.onS3() {
+		require.Equal(t, "nosniff", ok.Header.Get("X-Content-Type-Options"))
+	}
 
-	part := a.fetch(u, "Range", "bytes=0-7")
+	part := a.download(u, "Range", "bytes=0-7")
 	require.Equal(t, http.StatusPartialContent, part.Status)
 	require.Equal(t, "%PDF-1.7", string(part.Body))
 	require.Equal(t, "bytes 0-7/"+strconv.Itoa(len(pdf)), part.Header.Get("Content-Range"))
-	require.Equal(t, http.StatusNotModified, a.fetch(u, "If-None-Match", ok.Header.Get("ETag")).Status)
-	p := requireProblem(t, a.fetch(u, "Range", "bytes=99999-"), http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
-	require.NotEmpty(t, p.Detail)
-	requireProblem(t, a.fetch(u, "If-Match", `"other"`), http.StatusPreconditionFailed, "precondition-failed")
-	head := a.do(req{Method: http.MethodHead, Path: mustRequestURI(t, u)})
-	require.Equal(t, http.StatusOK, head.Status)
-	require.Equal(t, strconv.Itoa(len(pdf)), head.Header.Get("Content-Length"))
+	require.NotEmpty(t, ok.Header.Get("ETag"))
+	require.Equal(t, http.StatusNotModified, a.download(u, "If-None-Match", ok.Header.Get("ETag")).Status)
+	problem(a.download(u, "Range", "bytes=99999-"), http.StatusRequestedRangeNotSatisfiable, "range-not-satisfiable")
+	problem(a.download(u, "If-Match", `"other"`), http.StatusPreconditionFailed, "precondition-failed")
+	if a.onS3() {
+		// A presigned URL signs its method: it reads, nothing else.
+		require.Equal(t, http.StatusForbidden, fetchURL(t, http.MethodHead, u).Status)
+		require.Equal(t, http.StatusForbidden, fetchURL(t, http.MethodDelete, u).Status)
+	} else {
+		head := a.do(req{Method: http.MethodHead, Path: mustRequestURI(t, u)})
+		require.Equal(t, http.StatusOK, head.Status)
+		require.Equal(t, strconv.Itoa(len(pdf)), head.Header.Get("Content-Length"))
+	}
 
 	// Any character changed: refused.
 	parsed, err := url.Parse(u)
 	require.NoError(t, err)
+	origin := parsed.Scheme + "://" + parsed.Host
 	uri := parsed.RequestURI()
 	for i := 0; i < len(uri); i++ {
 		if uri[i] == '/' || uri[i] == '?' || uri[i] == '&' || uri[i] == '=' {
@@ -312,21 +448,31 @@ func TestSignedURLs(t *testing.T) {
 		} else {
 			b[i] = '0'
 		}
+		if a.onS3() {
+			r := fetchURL(t, http.MethodGet, origin+string(b))
+			require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusBadRequest}, r.Status, "changed at %d: %s", i, b)
+			continue
+		}
 		r := a.get(string(b))
 		require.NotEqual(t, http.StatusOK, r.Status, "changed at %d: %s", i, b)
 		require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusBadRequest}, r.Status, "changed at %d: %s", i, b)
 		require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
 	}
+	if a.onS3() {
+		require.Equal(t, http.StatusForbidden, fetchURL(t, http.MethodGet, origin+parsed.Path).Status, "no signature")
+		// The store's clock decides: a URL signed 15 minutes and a second
+		// ago is refused; one signed 14 minutes ago still works.
+		problem(a.download(urlAt(time.Now().Add(-15*time.Minute-time.Second))), http.StatusForbidden, "")
+		late := a.download(urlAt(time.Now().Add(-14 * time.Minute)))
+		require.Equal(t, http.StatusOK, late.Status, "%s", late.Body)
+		return
+	}
 	requireProblem(t, a.get(parsed.Path), http.StatusForbidden, "forbidden")
 
 	// Expired after 15 minutes.
-	mu.Lock()
-	now = now.Add(15*time.Minute - time.Second)
-	mu.Unlock()
+	setNow(now.Add(15*time.Minute - time.Second))
 	require.Equal(t, http.StatusOK, a.fetch(u).Status)
-	mu.Lock()
-	now = now.Add(time.Second)
-	mu.Unlock()
+	setNow(now.Add(time.Second))
 	requireProblem(t, a.fetch(u), http.StatusForbidden, "forbidden")
 }
 
@@ -351,7 +497,11 @@ func TestSignedURLRateLimitedPerIP(t *testing.T) {
 
 func TestDeliveryImages(t *testing.T) {
 	t.Parallel()
-	a := newApp(t)
+	forEachBackend(t, testDeliveryImages)
+}
+
+func testDeliveryImages(t *testing.T, b backend) {
+	a := newApp(t, b.opts(t)...)
 	a.addRestaurants("r1")
 	provider := a.newKey(grant("r1", "deliveries:write", "delivery-images:write"))
 	readOne := a.newKey(grant("r1", "deliveries:read"))
@@ -376,8 +526,11 @@ func TestDeliveryImages(t *testing.T) {
 	require.Equal(t, "image/png", items[0].ContentType)
 	require.Equal(t, int64(len(b1)), items[0].ByteLength)
 	require.Equal(t, sha256Hex(b1), items[0].SHA256)
-	require.Equal(t, b1, a.fetch(items[0].URL).Body)
-	require.Equal(t, b2, a.fetch(items[1].URL).Body)
+	require.Equal(t, b1, a.download(items[0].URL).Body)
+	require.Equal(t, b2, a.download(items[1].URL).Body)
+	var up struct{ Data fileItem }
+	r.JSON(t, &up)
+	require.Equal(t, b2, a.download(up.Data.URL).Body, "the upload's answer carries a working URL")
 
 	again := a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b1), b1)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))

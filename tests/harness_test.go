@@ -26,7 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	setS3Environment()
 	code := testdb.Main(m)
+	stopSharedS3()
 	removeCLI()
 	os.Exit(code)
 }
@@ -58,6 +60,9 @@ type app struct {
 	logs *logBuffer
 	// extraRoutes are paths a test registered itself: not in the contract.
 	extraRoutes []string
+	// remote, when set, is the base URL of a `foodsafe serve` process the
+	// requests go to instead of srv (the same database): see replica.
+	remote string
 }
 
 // store is the instance's store, for arranging data and checking effects.
@@ -70,6 +75,8 @@ type appOptions struct {
 	dbURL    string
 	preStart func(*gin.Engine)
 	now      func() time.Time
+	// s3, when set, keeps the app's files in a new bucket of this server.
+	s3 *s3Server
 }
 
 // withClock replaces the service's clock.
@@ -111,6 +118,9 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	}
 	cfg := testConfig(o.dbURL)
 	cfg.BlobDir = t.TempDir()
+	if o.s3 != nil {
+		cfg.BlobURL = newBucket(t, o.s3)
+	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -206,6 +216,8 @@ type req struct {
 	Path   string
 	Header map[string]string
 	Body   io.Reader
+	// Chunked sends the body without a Content-Length.
+	Chunked bool
 }
 
 // do sends a request to the app, reads the whole response and holds the
@@ -221,15 +233,22 @@ func (a *app) do(r req) response {
 		body, err = io.ReadAll(r.Body)
 		require.NoError(a.t, err)
 	}
-	hr, err := http.NewRequest(r.Method, a.srv.URL+r.Path, bytes.NewReader(body))
+	base, client := a.srv.URL, a.srv.Client()
+	if a.remote != "" {
+		base, client = a.remote, http.DefaultClient
+	}
+	hr, err := http.NewRequest(r.Method, base+r.Path, bytes.NewReader(body))
 	require.NoError(a.t, err)
 	if r.Body == nil {
 		hr.Body, hr.ContentLength = http.NoBody, 0
 	}
+	if r.Chunked {
+		hr.Body, hr.ContentLength, hr.GetBody = io.NopCloser(bytes.NewReader(body)), -1, nil
+	}
 	for k, v := range r.Header {
 		hr.Header.Set(k, v)
 	}
-	res, err := a.srv.Client().Do(hr)
+	res, err := client.Do(hr)
 	require.NoError(a.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)

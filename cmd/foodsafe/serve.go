@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/app"
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -23,7 +24,7 @@ func serveCmd() *cobra.Command {
 			}
 			log.Info("starting", "version", version.Version, "commit", version.Commit,
 				"database", store.RedactURL(cfg.DatabaseURL), "rate_limit_per_minute", cfg.RateLimit,
-				"rate_limit_shared", cfg.RedisURL != "")
+				"rate_limit_shared", cfg.RedisURL != "", "file_store", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}))
 			a, err := app.New(ctx, cfg, log, app.Options{})
 			if err != nil {
 				return err

@@ -43,8 +43,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// New builds the service. Nothing here needs the database to be up. On
-// any error, everything opened so far is closed again.
+// New builds the service. Nothing here needs the database to be up; an
+// object store (FOODSAFE_BLOB_URL) must answer. On any error, everything
+// opened so far is closed again.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_ *App, err error) {
 	// Whatever a client pastes where (a key in a path, a header, a body
 	// field), no log line of the service carries a secret.
@@ -75,11 +76,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if err != nil {
 		return nil, err
 	}
-	urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
-	if err != nil {
-		return nil, err
-	}
-	blobs, err := blob.NewFS(cfg.BlobDir, blob.NewSigner(urlKey))
+	blobs, err := openBlobs(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +90,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		return nil, err
 	}
 	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
+}
+
+// openBlobs opens the configured file store; only the filesystem store
+// signs its own URLs and needs FOODSAFE_URL_KEY.
+func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (blob.Store, error) {
+	var signer *blob.Signer
+	if cfg.BlobURL == "" {
+		urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
+		if err != nil {
+			return nil, err
+		}
+		signer = blob.NewSigner(urlKey)
+	}
+	blobs, err := blob.Open(ctx, blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir, Signer: signer})
+	if err != nil && cfg.BlobURL != "" {
+		return nil, fmt.Errorf("FOODSAFE_BLOB_URL: %w", err)
+	}
+	return blobs, err
 }
 
 // minKeyLen is the shortest accepted signing key.

@@ -1,11 +1,15 @@
 // Package blob keeps the bytes of uploaded files (record assets and
 // delivery images) and makes the time-limited URLs that download them.
 //
-// Store is the seam: the filesystem implementation here writes
-// content-addressed files atomically and signs URLs served by this
-// service's /v1/files route; an S3-compatible implementation would put
-// objects in a bucket and return presigned GET URLs from the same DownloadURL
-// method, with no change to callers.
+// Store is the seam, with two implementations chosen by configuration
+// (Open): FS writes content-addressed files atomically and signs URLs
+// served by this service's /v1/files route; S3 puts objects in any
+// S3-compatible bucket and hands out presigned GET URLs, so the process
+// keeps no state of its own.
+//
+// Both address an object by its digest alone (sha256/<2 hex>/<64 hex>
+// under the directory or the bucket prefix), so a garbage collector can
+// list and delete by digest on either backend.
 package blob
 
 import (
@@ -28,10 +32,10 @@ import (
 var (
 	ErrDigestMismatch = errors.New("the bytes do not match the announced SHA-256 digest")
 	ErrTooLarge       = errors.New("the upload exceeds the size limit")
-	// ErrUnavailable wraps every failure of the storage itself (cannot
-	// create, write, sync or rename; read-only, full or missing storage),
-	// as opposed to a failure reading the client's bytes: it is the
-	// operator's problem and worth a retry, never the client's fault.
+	// ErrUnavailable wraps every failure of the storage itself (an
+	// unreachable or failing object store; a read-only, full or missing
+	// directory), as opposed to a failure reading the client's bytes:
+	// nothing was stored, it is the operator's problem, a retry may succeed.
 	ErrUnavailable = errors.New("file storage unavailable")
 )
 
@@ -43,16 +47,29 @@ type Object struct {
 
 // Store keeps bytes by SHA-256 and hands out download URLs.
 type Store interface {
-	// Put streams r into storage while hashing it. Unless the digest equals
-	// want and the size is at most maxBytes, nothing is kept. Storing bytes
-	// already present is harmless.
-	Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error)
-	// Check reports whether the storage can take uploads now (readiness).
-	Check(ctx context.Context) error
-	// DownloadURL returns a URL that downloads the object as contentType
-	// until expires, with no other credential. scope names the restaurant
-	// the download is made for (kept in the URL for the audit trail).
-	DownloadURL(baseURL, scope string, obj Object, contentType string, expires time.Time) string
+	// Put streams r into storage while hashing it; size is the announced
+	// length, -1 when unknown. Unless the digest equals want and the size
+	// is at most maxBytes, nothing is visible under the content address.
+	// Storing bytes already present is harmless.
+	Put(ctx context.Context, r io.Reader, size int64, want [sha256.Size]byte, maxBytes int64) (Object, error)
+	// DownloadURL returns a URL that downloads the object with no other
+	// credential, and the instant it stops working.
+	DownloadURL(ctx context.Context, d Download) (string, time.Time, error)
+	// Ping reports whether the storage can be used now (readiness).
+	Ping(ctx context.Context) error
+}
+
+// Download asks for one download URL.
+type Download struct {
+	// BaseURL is this service's public base, for stores it serves itself.
+	BaseURL string
+	// Scope names the restaurant the download is made for.
+	Scope       string
+	Object      Object
+	ContentType string
+	// SignedAt and Lifetime bound the URL's validity.
+	SignedAt time.Time
+	Lifetime time.Duration
 }
 
 // FS stores objects as files named by their SHA-256 under Dir.
@@ -70,13 +87,20 @@ func NewFS(dir string, signer *Signer) (*FS, error) {
 }
 
 func (f *FS) path(sha string) string {
-	return filepath.Join(f.Dir, "sha256", sha[:2], sha)
+	return filepath.Join(f.Dir, filepath.FromSlash(contentKey(sha)))
+}
+
+// contentKey is the content address of a digest on every backend:
+// sha256/<first 2 hex>/<64 hex>. The fan-out keeps directories small on
+// the filesystem and on posix-backed S3 gateways.
+func contentKey(sha string) string {
+	return "sha256/" + sha[:2] + "/" + sha
 }
 
 // Put writes to a temporary file, fsyncs it, verifies the digest and
 // renames it into place: a reader never sees a partial or unverified file,
 // and a crash leaves only a temporary file behind.
-func (f *FS) Put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
+func (f *FS) Put(ctx context.Context, r io.Reader, _ int64, want [sha256.Size]byte, maxBytes int64) (Object, error) {
 	obj, err := f.put(ctx, r, want, maxBytes)
 	var se storageError
 	if errors.As(err, &se) {
@@ -147,10 +171,28 @@ func (f *FS) put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBy
 	return obj, nil
 }
 
-// Check reports whether uploads can be written: the staging directory
+// Open returns the stored file of sha for serving.
+func (f *FS) Open(sha string) (*os.File, error) {
+	if !ValidSHA256(sha) {
+		return nil, os.ErrNotExist
+	}
+	return os.Open(f.path(sha))
+}
+
+// DownloadURL is a URL of this service's /v1/files route, signed with the
+// URL key; scope, the restaurant, is in the path for the audit trail.
+func (f *FS) DownloadURL(_ context.Context, d Download) (string, time.Time, error) {
+	expires := d.SignedAt.Add(d.Lifetime)
+	p := FilesPath(d.Scope, d.Object.SHA256)
+	exp := strconv.FormatInt(expires.UnixMilli(), 10)
+	q := url.Values{"type": {d.ContentType}, "expires": {exp}, "signature": {f.Signer.Sign(p, d.ContentType, exp)}}
+	return d.BaseURL + p + "?" + q.Encode(), expires, nil
+}
+
+// Ping reports whether uploads can be written: the staging directory
 // exists, is a directory and is writable (a read-only or vanished file
 // system fails here, without writing anything).
-func (f *FS) Check(context.Context) error {
+func (f *FS) Ping(context.Context) error {
 	dir := filepath.Join(f.Dir, "tmp")
 	st, err := os.Stat(dir)
 	if err == nil && !st.IsDir() {
@@ -163,23 +205,6 @@ func (f *FS) Check(context.Context) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
-}
-
-// Open returns the stored file of sha for serving.
-func (f *FS) Open(sha string) (*os.File, error) {
-	if !ValidSHA256(sha) {
-		return nil, os.ErrNotExist
-	}
-	return os.Open(f.path(sha))
-}
-
-// DownloadURL is a URL of this service's /v1/files route, signed with the
-// URL key.
-func (f *FS) DownloadURL(baseURL, scope string, obj Object, contentType string, expires time.Time) string {
-	p := FilesPath(scope, obj.SHA256)
-	exp := strconv.FormatInt(expires.UnixMilli(), 10)
-	q := url.Values{"type": {contentType}, "expires": {exp}, "signature": {f.Signer.Sign(p, contentType, exp)}}
-	return baseURL + p + "?" + q.Encode()
 }
 
 // FilesPath is the path of a download: /v1/files/{scope}/{sha256}.

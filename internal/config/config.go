@@ -53,10 +53,15 @@ type Config struct {
 	// CursorTTL is how long a collection-walk cursor stays valid.
 	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h"`
 
+	// BlobURL selects the file store: empty keeps files on the local disk
+	// (BlobDir); s3://bucket/prefix?endpoint=...&region=...&path_style=true
+	// keeps them in an S3-compatible bucket, with credentials from the AWS
+	// environment (never in the URL), so servers hold no state.
+	BlobURL string `env:"FOODSAFE_BLOB_URL"`
 	// BlobDir is where the filesystem blob store keeps uploaded files.
 	BlobDir string `env:"FOODSAFE_BLOB_DIR" envDefault:".data/blobs"`
-	// URLKey signs download URLs; all processes must share it. Generated
-	// per process (with a warning) when empty.
+	// URLKey signs the filesystem store's download URLs; all processes
+	// must share it. Generated per process (with a warning) when empty.
 	URLKey string `env:"FOODSAFE_URL_KEY"`
 	// MaxAssetBytes caps one uploaded file (413 beyond).
 	MaxAssetBytes int64 `env:"FOODSAFE_MAX_ASSET_BYTES" envDefault:"52428800"`

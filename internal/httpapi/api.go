@@ -33,7 +33,7 @@ type Deps struct {
 	Limiter *ratelimit.Limiter
 	Schemas *validate.Set
 	Cursors *cursor.Codec
-	Blobs   *blob.FS
+	Blobs   blob.Store
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -47,8 +47,10 @@ type API struct {
 	limiter *ratelimit.Limiter
 	schemas *validate.Set
 	cursors *cursor.Codec
-	blobs   *blob.FS
-	now     func() time.Time
+	blobs   blob.Store
+	// files serves /v1/files when the store is the filesystem; nil otherwise.
+	files *blob.FS
+	now   func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
 }
@@ -59,6 +61,7 @@ type API struct {
 func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
 		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now}
+	a.files, _ = d.Blobs.(*blob.FS)
 	if a.now == nil {
 		a.now = time.Now
 	}

@@ -93,7 +93,7 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 	}
 	// Files may take longer to arrive than a JSON body.
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(a.cfg.UploadTimeout))
-	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, want, a.cfg.MaxAssetBytes)
+	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
 	switch {
 	case errors.Is(err, blob.ErrTooLarge):
 		return blob.Object{}, "", tooLarge
@@ -109,15 +109,29 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 	return obj, ct, nil
 }
 
-// withURL signs a download URL, valid 15 minutes, into each item.
-func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) []wire.FileItem {
-	exp := a.now().Add(urlLifetime)
+// withURL signs a download URL, valid 15 minutes, into each item;
+// urlExpiresAt is the instant the store says the URL stops working.
+func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) ([]wire.FileItem, error) {
+	now := a.now()
 	for i := range items {
 		it := &items[i]
-		it.URL = a.blobs.DownloadURL(a.baseURL(c), restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
-		it.URLExpiresAt = wire.Millis(exp.UnixMilli())
+		u, exp, err := a.blobs.DownloadURL(c.Request.Context(), blob.Download{BaseURL: a.baseURL(c), Scope: restaurant,
+			Object: blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, ContentType: it.ContentType, SignedAt: now, Lifetime: urlLifetime})
+		if err != nil {
+			return nil, apperr.New(apperr.DependencyUnavailable, "Download URLs cannot be signed right now; retry with backoff.").WithCause(err)
+		}
+		it.URL, it.URLExpiresAt = u, wire.Millis(exp.UnixMilli())
 	}
-	return items
+	return items, nil
+}
+
+// respondFiles answers a list of files with their download URLs.
+func (a *API) respondFiles(c *gin.Context, restaurant string, items []wire.FileItem) error {
+	items, err := a.withURL(c, restaurant, items)
+	if err != nil {
+		return err
+	}
+	return respondList(c, items)
 }
 
 // fileCollection is the 400 for uploads into collections without files.
@@ -185,7 +199,7 @@ func (a *API) assetsList(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondList(c, a.withURL(c, k.RestaurantID, items))
+	return a.respondFiles(c, k.RestaurantID, items)
 }
 
 // deliveryImagePut is the provider's image upload:
@@ -210,7 +224,11 @@ func (a *API) deliveryImagePut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondWritten(c, a.withURL(c, k.RestaurantID, []wire.FileItem{item})[0], replayed)
+	items, err := a.withURL(c, k.RestaurantID, []wire.FileItem{item})
+	if err != nil {
+		return err
+	}
+	return respondWritten(c, items[0], replayed)
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images.
@@ -223,13 +241,17 @@ func (a *API) deliveryImagesList(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondList(c, a.withURL(c, restaurant, items))
+	return a.respondFiles(c, restaurant, items)
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own
 // signature is its authorisation. Range and conditional requests are
-// handled by http.ServeContent.
+// handled by http.ServeContent. With an object store, downloads go to the
+// store's presigned URLs and this route has nothing to serve.
 func (a *API) fileGet(c *gin.Context) error {
+	if a.files == nil {
+		return apperr.ErrNotFound
+	}
 	restaurant, sha := c.Param("restaurantId"), c.Param("sha256")
 	var vals [3]string
 	for i, name := range []string{"type", "expires", "signature"} {
@@ -239,10 +261,10 @@ func (a *API) fileGet(c *gin.Context) error {
 		}
 		vals[i] = v
 	}
-	if err := a.blobs.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
+	if err := a.files.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
 		return errInvalidURL
 	}
-	f, err := a.blobs.Open(sha)
+	f, err := a.files.Open(sha)
 	if errors.Is(err, os.ErrNotExist) {
 		return apperr.ErrNotFound
 	}
@@ -348,6 +370,6 @@ func (w *problemWriter) Write(b []byte) (int, error) {
 
 var errRangeNotSatisfiable = apperr.New(apperr.RangeNotSatisfiable, "The requested Range cannot be satisfied; Content-Range gives the file's size.")
 
-var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "File storage is briefly unavailable; nothing was stored. Retry with backoff.")
+var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "The file store is briefly unavailable; nothing was stored. Retry with backoff.")
 
 var errInvalidURL = apperr.New(apperr.Forbidden, "The download URL is invalid or has expired; ask the API for a fresh one.")

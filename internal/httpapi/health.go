@@ -31,16 +31,16 @@ func (a *API) healthLive(c *gin.Context) error {
 }
 
 // healthReady answers 200 only when the database answers within
-// ReadyTimeout and file storage can take uploads, so a load balancer stops
-// routing to a process that cannot serve.
+// ReadyTimeout and the file store can take uploads, so a load balancer
+// stops routing to a process that cannot serve.
 func (a *API) healthReady(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), a.cfg.ReadyTimeout)
 	defer cancel()
 	if err := a.store.Ping(ctx); err != nil {
 		return apperr.New(apperr.DependencyUnavailable, "The database is not reachable.").WithCause(err)
 	}
-	if err := a.blobs.Check(ctx); err != nil {
-		return apperr.New(apperr.DependencyUnavailable, "File storage cannot take uploads.").WithCause(err)
+	if err := a.blobs.Ping(ctx); err != nil {
+		return apperr.New(apperr.DependencyUnavailable, "The file store cannot take uploads.").WithCause(err)
 	}
 	c.PureJSON(http.StatusOK, HealthStatus{Status: "ready"})
 	return nil

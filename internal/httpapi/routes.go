@@ -50,7 +50,7 @@ func (a *API) routes() []route {
 			Description: "Always 200 while the process runs. Not rate limited, not audited.", OK: jsonBody("HealthStatus")}},
 		{Method: "GET", Path: "/health/ready", Access: accessHealth, Handler: a.healthReady, Doc: openapi.Op{
 			ID: "getReadiness", Tag: "Health", Summary: "The process can serve traffic",
-			Description: "200 when the database answers within the probe timeout, else 503. Successful probes are not audited.",
+			Description: "200 when the database and the file store answer within the probe timeout, else 503. Successful probes are not audited.",
 			OK:          jsonBody("HealthStatus"), Errors: []int{503}}},
 		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion, Doc: openapi.Op{
 			ID: "getVersion", Tag: "Health", Summary: "What is running",
@@ -160,7 +160,8 @@ func (a *API) routes() []route {
 func fileDoc(id, summary string) openapi.Op {
 	return openapi.Op{ID: id, Tag: "Files", Summary: summary,
 		Description: "The URL's signature is its authorisation; changing any character or using it after `expires` is 403. " +
-			"Supports Range (206) and conditional requests (304, 412). Limited per client IP.",
+			"Supports Range (206) and conditional requests (304, 412). Limited per client IP. " +
+			"Deployments that keep files in object storage hand out the store's presigned URLs instead; there this route answers 404.",
 		Query: []string{"type", "expires", "signature"},
 		OK:    openapi.Response{Media: "*/*", Headers: []string{"ETag"}}, Extra: []int{206, 304},
 		Errors: []int{403, 404, 412, 416}}
