@@ -186,3 +186,51 @@ func TestCLIBadInput(t *testing.T) {
 	require.Len(t, views, 1)
 	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
 }
+
+// `restaurants add --enabled-since` records when capture really started
+// (events before it are refused); `restaurants list` shows it to operators;
+// a second `add` says what it changed.
+func TestCLIRestaurants(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.cli("restaurants", "add", "r1", "--name", "Bistro One", "--enabled-since", "2026-01-31T08:00:00Z")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "enabled since 2026-01-31T08:00:00Z")
+	r = a.cli("restaurants", "add", "r2", "--enabled-since", "1769846400000")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "enabled since 2026-01-31T08:00:00Z")
+
+	r = a.cli("restaurants", "add", "r1")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "already enabled")
+	r = a.cli("restaurants", "add", "r1", "--name", "Bistro 1")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, `renamed from "Bistro One" to "Bistro 1"`)
+
+	r = a.cli("restaurants", "list")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `r1\s+Bistro 1\s+2026-01-31T08:00:00Z`, r.Stdout)
+	require.Regexp(t, `r2\s+-\s+2026-01-31T08:00:00Z`, r.Stdout)
+	r = a.cli("restaurants", "list", "--json")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	var list []struct {
+		ID, EnabledAt, EnabledAtMillis string
+		Name                           *string
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &list))
+	require.Len(t, list, 2)
+	require.Equal(t, "1769846400000", list[0].EnabledAtMillis)
+
+	for name, args := range map[string][]string{
+		"bad time":  {"restaurants", "add", "r3", "--enabled-since", "yesterday"},
+		"bad id":    {"restaurants", "add", "bad id!"},
+		"list args": {"restaurants", "list", "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := a.cli(args...)
+			require.Equal(t, 2, r.Code, r.Stderr)
+		})
+	}
+	r = a.cli("restaurants", "list")
+	require.NotContains(t, r.Stdout, "r3", "nothing written on bad input")
+}

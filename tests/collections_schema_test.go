@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -184,7 +185,12 @@ func TestIngestBoundariesAccepted(t *testing.T) {
 		"index": 9007199254740991, "name": long, "recurrence": -9007199254740991, "isDeleted": false, "areaId": id200,
 	})
 	require.Equal(t, id200, e.ID)
-	r := a.ingest(key, "r1", "areas", "a1", "m2", snapshot("r1", "a1", "m2", 9223372036854775807, false, map[string]any{"name": "x", "isDeleted": false}))
+	// The largest storable timestamp is well-formed, but lies in the future:
+	// refused as such; the latest accepted capture is the server's now.
+	p := requireProblem(t, a.ingest(key, "r1", "areas", "a1", "m2", snapshot("r1", "a1", "m2", 9223372036854775807, false,
+		map[string]any{"name": "x", "isDeleted": false})), http.StatusBadRequest, "invalid-request")
+	require.Contains(t, p.Errors[0].Detail, "future")
+	r := a.ingest(key, "r1", "areas", "a1", "m2b", snapshot("r1", "a1", "m2b", time.Now().UnixMilli(), false, map[string]any{"name": "x", "isDeleted": false}))
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	for name, data := range map[string]map[string]any{
 		"beyond safe integer": {"index": 9007199254740992, "name": "x", "recurrence": 1, "isDeleted": false},
@@ -199,6 +205,6 @@ func TestIngestBoundariesAccepted(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "capturedAt 0 is a valid timestamp: %s", r.Body)
 	b := snapshot("r1", "a3", "m4", 0, false, map[string]any{"name": "x", "isDeleted": false})
 	b["capturedAt"] = "9223372036854775808"
-	p := requireProblem(t, a.ingest(key, "r1", "areas", "a3", "m4", b), http.StatusBadRequest, "invalid-request")
+	p = requireProblem(t, a.ingest(key, "r1", "areas", "a3", "m4", b), http.StatusBadRequest, "invalid-request")
 	require.Equal(t, "/capturedAt", p.Errors[0].Pointer)
 }

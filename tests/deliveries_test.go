@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -311,14 +312,15 @@ func TestDeliveryCursorBinding(t *testing.T) {
 		q.Set("cursor", c)
 		return q
 	}
-	// The untouched continuation works.
+	// The untouched continuation works, and so does one with another limit:
+	// the cursor is bound to the range only (spec 4.3).
 	require.Equal(t, http.StatusOK, a.getAs(key, deliveriesPath("r1", withCursor(window(0, 1000, 2), cur))).Status)
+	require.Equal(t, http.StatusOK, a.getAs(key, deliveriesPath("r1", withCursor(window(0, 1000, 3), cur))).Status)
+	require.Equal(t, http.StatusOK, a.getAs(key, deliveriesPath("r1", withCursor(window(0, 1000, 0), cur))).Status)
 
 	bad := map[string]string{
 		"other from":       deliveriesPath("r1", withCursor(window(1, 1000, 2), cur)),
 		"other to":         deliveriesPath("r1", withCursor(window(0, 999, 2), cur)),
-		"other limit":      deliveriesPath("r1", withCursor(window(0, 1000, 3), cur)),
-		"default limit":    deliveriesPath("r1", withCursor(window(0, 1000, 0), cur)),
 		"other restaurant": deliveriesPath("r2", withCursor(window(0, 1000, 2), cur)),
 		"truncated":        deliveriesPath("r1", withCursor(window(0, 1000, 2), cur[:len(cur)-3])),
 		"tampered":         deliveriesPath("r1", withCursor(window(0, 1000, 2), flipChar(cur, len(cur)/2))),
@@ -520,7 +522,7 @@ func TestDeliveryIngestRejects(t *testing.T) {
 	ok := mutate(func(m map[string]any) {
 		m["commentary"] = strings.Repeat("é", 10000)
 		m["nonComplianceReasons"] = make([]string, 1000)
-		m["occurredAt"] = "9223372036854775807"
+		m["occurredAt"] = strconv.FormatInt(time.Now().UnixMilli(), 10) // the latest: now
 		m["imageCount"] = 9007199254740991
 	})
 	r = a.putRaw(key, path, "application/json", ok)

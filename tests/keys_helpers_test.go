@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 // grant builds a grant for test setup.
@@ -15,11 +16,13 @@ func grant(restaurant string, scopes ...string) auth.Grant {
 	return auth.Grant{RestaurantID: restaurant, Scopes: scopes}
 }
 
-// addRestaurants enables restaurants in the app's database.
+// addRestaurants enables restaurants in the app's database, with capture
+// enabled since the epoch so any test timestamp counts as captured after.
 func (a *app) addRestaurants(ids ...string) {
 	a.t.Helper()
+	epoch := time.UnixMilli(0)
 	for _, id := range ids {
-		_, err := a.store().RestaurantAdd(context.Background(), id, nil)
+		_, err := a.store().RestaurantAdd(context.Background(), id, store.RestaurantChange{EnabledAt: &epoch})
 		require.NoError(a.t, err)
 	}
 }

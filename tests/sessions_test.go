@@ -38,7 +38,7 @@ func TestMobileSessions(t *testing.T) {
 	var mu sync.Mutex
 	now := time.UnixMilli(1_800_000_000_000)
 	a := newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
-	a.addRestaurants("r1", "r2")
+	a.addRestaurants("r1", "r2", "r3")
 	device := a.newKey(grant("r1", "areas:write", "areas:read", "products:write"), grant("r2", "areas:write"))
 
 	r := a.openSession(device, nil)
@@ -76,9 +76,12 @@ func TestMobileSessions(t *testing.T) {
 	r.JSON(t, &narrow)
 	require.JSONEq(t, `[{"restaurantId":"r1","scopes":["areas:write"]},{"restaurantId":"r2","scopes":["areas:write"]}]`, string(mustJSON(t, narrow.Restaurants)))
 
-	// Never more than the key.
+	// Never more than the key; a restaurant without a grant is the one 404
+	// (spec 5.3), whether or not it exists.
+	ungranted := requireProblem(t, a.openSession(device, map[string]any{"restaurantId": "r3"}), http.StatusNotFound, "not-found")
+	missing := requireProblem(t, a.openSession(device, map[string]any{"restaurantId": "nowhere"}), http.StatusNotFound, "not-found")
+	require.Equal(t, ungranted.Detail, missing.Detail)
 	for name, body := range map[string]map[string]any{
-		"ungranted restaurant": {"restaurantId": "r3"},
 		"scope not held":       {"scopes": []string{"deliveries:read"}},
 		"scope not held there": {"restaurantId": "r2", "scopes": []string{"products:write"}},
 	} {

@@ -18,6 +18,13 @@ type Collection struct {
 	// CarriesFiles marks the three collections whose records reference an
 	// uploaded file (spec 4.4).
 	CarriesFiles bool
+	// Events marks the collections whose records are things that happened
+	// (a reading, a cycle, a check, a label printed): only those captured
+	// after the restaurant's enablement are held, as spec 1 says ("no
+	// backfill"). The others describe the restaurant (its equipment, areas,
+	// users...) and are accepted whenever captured, because events refer
+	// to them: a fridge created last year must resolve today's reading.
+	Events bool
 }
 
 // ReadScope is the scope that opens the collection for reading.
@@ -33,24 +40,24 @@ var Collections = []Collection{
 	{Name: "areas", Description: "Zones of the restaurant (kitchen, cold room, bar...) that equipment and cleaning tasks belong to."},
 	{Name: "equipment", Description: "Fridges, freezers and other cold equipment, with their acceptable temperature range (min/max) and linked sensor."},
 	{Name: "sensors", Description: "Wireless temperature sensors and the equipment each one watches."},
-	{Name: "temperature-records", Description: "Temperatures measured by a person on fridges and freezers, per shift, with corrective actions."},
-	{Name: "temperature-readings", Description: "Temperatures reported unattended by sensors on fridges and freezers."},
+	{Name: "temperature-records", Description: "Temperatures measured by a person on fridges and freezers, per shift, with corrective actions.", Events: true},
+	{Name: "temperature-readings", Description: "Temperatures reported unattended by sensors on fridges and freezers.", Events: true},
 	{Name: "suppliers", Description: "Suppliers the restaurant receives goods from, with contact methods and account number."},
 	{Name: "products", Description: "Product names the restaurant uses in its records."},
 	{Name: "preparations", Description: "Preparations made in the kitchen, with their lifespan and allergens."},
 	{Name: "cleaning-tasks", Description: "The cleaning plan: tasks, their area, recurrence and whether photo proof is required."},
-	{Name: "cleaning-task-records", Description: "Completions of cleaning tasks: which task, when, by whom."},
-	{Name: "cleaning-task-pictures", Description: "Photographs taken as proof of cleaning, each referencing an uploaded file.", CarriesFiles: true},
-	{Name: "cooling", Description: "Rapid cooling cycles: product, start and end times and temperatures."},
-	{Name: "freezing", Description: "Freezing cycles: product, start and end times and temperatures."},
-	{Name: "reheating", Description: "Reheating cycles: product, start and end times, from the low to the high temperature."},
-	{Name: "transport", Description: "Food transported between sites: departure and arrival places, times and temperatures."},
+	{Name: "cleaning-task-records", Description: "Completions of cleaning tasks: which task, when, by whom.", Events: true},
+	{Name: "cleaning-task-pictures", Description: "Photographs taken as proof of cleaning, each referencing an uploaded file.", CarriesFiles: true, Events: true},
+	{Name: "cooling", Description: "Rapid cooling cycles: product, start and end times and temperatures.", Events: true},
+	{Name: "freezing", Description: "Freezing cycles: product, start and end times and temperatures.", Events: true},
+	{Name: "reheating", Description: "Reheating cycles: product, start and end times, from the low to the high temperature.", Events: true},
+	{Name: "transport", Description: "Food transported between sites: departure and arrival places, times and temperatures.", Events: true},
 	{Name: "fryer-equipment", Description: "Fryers, with the oil-quality thresholds used to judge their checks."},
-	{Name: "fryer-checks", Description: "Oil-quality checks of fryers and the decision taken: oil filtered, changed or left."},
+	{Name: "fryer-checks", Description: "Oil-quality checks of fryers and the decision taken: oil filtered, changed or left.", Events: true},
 	{Name: "cooking-equipment", Description: "Ovens and other cooking equipment, with the core-temperature thresholds a cooked product must reach."},
-	{Name: "cooking-temperature-records", Description: "Core temperatures measured on cooked products, per shift, on a piece of cooking equipment."},
-	{Name: "surface-analyses", Description: "Surface hygiene tests: what was tested, whether it passed, and the action plan when it did not."},
-	{Name: "traceability-labels", Description: "Traceability labels printed for products, each with a photograph of the original label as an uploaded file.", CarriesFiles: true},
+	{Name: "cooking-temperature-records", Description: "Core temperatures measured on cooked products, per shift, on a piece of cooking equipment.", Events: true},
+	{Name: "surface-analyses", Description: "Surface hygiene tests: what was tested, whether it passed, and the action plan when it did not.", Events: true},
+	{Name: "traceability-labels", Description: "Traceability labels printed for products, each with a photograph of the original label as an uploaded file.", CarriesFiles: true, Events: true},
 	{Name: "drive-files", Description: "Documents filed by the restaurant (PDF, spreadsheets, images...), each referencing an uploaded file.", CarriesFiles: true},
 }
 

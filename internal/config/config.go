@@ -68,6 +68,10 @@ type Config struct {
 	// UploadTimeout is the read deadline of a file upload and the write
 	// deadline of a download, which may take longer than a JSON exchange.
 	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m"`
+	// MaxClockSkew is how far ahead of the server's clock a device's
+	// capturedAt (a delivery's occurredAt) may be; beyond it the write is
+	// refused, within it receivedAt is raised to capturedAt.
+	MaxClockSkew time.Duration `env:"FOODSAFE_MAX_CLOCK_SKEW" envDefault:"5m"`
 	// SessionTTL is the lifetime of a mobile session token.
 	SessionTTL time.Duration `env:"FOODSAFE_SESSION_TTL" envDefault:"1h"`
 

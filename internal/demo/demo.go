@@ -54,13 +54,19 @@ type loader struct {
 // ErrLoaded reports that the demo restaurant already has its data.
 var ErrLoaded = errors.New("the demo data is already loaded")
 
+// historyDays is how far back the demo's records go.
+const historyDays = 120
+
 // Load writes the demo data through h (the service's handler) and returns
 // a summary. The store is used only to enable the restaurant, to see
 // whether the data is there already (timestamps are relative to now, so a
 // second load would conflict rather than replay), and to issue and revoke
 // the temporary write key.
 func Load(ctx context.Context, st *store.Store, h http.Handler, now time.Time) (Summary, error) {
-	if _, err := st.RestaurantAdd(ctx, RestaurantID, ptr("Demo Bistro")); err != nil {
+	// Capture "started" before the oldest demo record (120 days back), so
+	// the history is held: the service refuses backfill of events.
+	since := now.AddDate(0, 0, -historyDays-1)
+	if _, err := st.RestaurantAdd(ctx, RestaurantID, store.RestaurantChange{Name: ptr("Demo Bistro"), EnabledAt: &since}); err != nil {
 		return Summary{}, err
 	}
 	switch _, err := st.RecordGet(ctx, store.RecordKey{RestaurantID: RestaurantID, Collection: "restaurants", RecordID: RestaurantID}); {
@@ -122,6 +128,9 @@ func (l *loader) send(method, path, contentType string, body []byte, headers map
 func (l *loader) put(collection, id string, captured time.Time, data map[string]any) error {
 	l.seen[collection+"/"+id]++
 	mutation := fmt.Sprintf("demo.%s.%s.v%d", collection, id, l.seen[collection+"/"+id])
+	if captured.After(l.now) {
+		captured = l.now // nothing is captured in the future
+	}
 	body := map[string]any{"id": id, "restaurantId": RestaurantID, "mutationId": mutation, "payloadVersion": 1,
 		"capturedAt": ms(captured), "sourceVersion": nil, "deleted": data == nil}
 	if data != nil {
@@ -153,7 +162,13 @@ func digest(b []byte) string {
 
 func (l *loader) day(ago int, hour, minute int) time.Time {
 	d := l.now.AddDate(0, 0, -ago)
-	return time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, time.UTC)
+	t := time.Date(d.Year(), d.Month(), d.Day(), hour, minute, 0, 0, time.UTC)
+	// Today's later checks have not happened yet: the service refuses
+	// records captured in the future, so they are dated a little before now.
+	if limit := l.now.Add(-time.Duration(24*60-hour*60-minute) * time.Second); t.After(limit) {
+		return limit
+	}
+	return t
 }
 
 // steps are batched by theme; each returns the first failure.
@@ -167,7 +182,7 @@ func run(fs ...func() error) error {
 }
 
 func (l *loader) reference() error {
-	start := l.day(120, 9, 0)
+	start := l.day(historyDays, 9, 0)
 	var steps []func() error
 	for i, u := range [][3]string{{"Martin", "Claire", "claire@demo-bistro.example"}, {"Nguyen", "Tom", "tom@demo-bistro.example"},
 		{"Diallo", "Awa", "awa@demo-bistro.example"}} {
@@ -230,7 +245,7 @@ func (l *loader) reference() error {
 // profile writes the restaurant's own record. It goes last: its presence
 // marks a complete load.
 func (l *loader) profile() error {
-	start := l.day(120, 9, 0)
+	start := l.day(historyDays, 9, 0)
 	return run(
 		func() error {
 			return l.put("restaurants", RestaurantID, start, map[string]any{
@@ -318,7 +333,7 @@ func (l *loader) cleaning() error {
 	tasks := []string{"Degrease the hood", "Clean the slicer", "Wash the cold room floor"}
 	for i, name := range tasks {
 		steps = append(steps, func() error {
-			return l.put("cleaning-tasks", fmt.Sprintf("task-%d", i+1), l.day(120, 9, 0), map[string]any{"index": i, "name": name,
+			return l.put("cleaning-tasks", fmt.Sprintf("task-%d", i+1), l.day(historyDays, 9, 0), map[string]any{"index": i, "name": name,
 				"areaId": "area-1", "recurrence": []int{7, 1, 1}[i], "requirePhotoProof": i == 0, "isDeleted": false})
 		})
 	}
@@ -349,12 +364,12 @@ func (l *loader) cleaning() error {
 func (l *loader) fryers() error {
 	steps := []func() error{
 		func() error {
-			return l.put("fryer-equipment", "fryer-1", l.day(120, 9, 0), map[string]any{"index": 0, "name": "Fryer left", "isDeleted": false,
+			return l.put("fryer-equipment", "fryer-1", l.day(historyDays, 9, 0), map[string]any{"index": 0, "name": "Fryer left", "isDeleted": false,
 				"areaId": "area-1", "oilCapacity": 8, "capacityUnit": "L", "polarCompoundsWarning": 20, "polarCompoundsLimit": 24,
 				"maxOilTemperature": 180, "temperatureUnit": "°C"})
 		},
 		func() error {
-			return l.put("cooking-equipment", "oven-1", l.day(120, 9, 0), map[string]any{"index": 0, "type": "OVEN", "name": "Combi oven",
+			return l.put("cooking-equipment", "oven-1", l.day(historyDays, 9, 0), map[string]any{"index": 0, "type": "OVEN", "name": "Combi oven",
 				"isDeleted": false, "areaId": "area-1", "min": 63, "unit": "°C"})
 		},
 		func() error {

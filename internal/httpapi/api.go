@@ -86,7 +86,7 @@ func New(d Deps) (*gin.Engine, error) {
 
 	// Order matters: the access log and the audit trail wrap the recoverer
 	// so they see the 500 a panic becomes.
-	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.strictQuery)
+	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)
 	})

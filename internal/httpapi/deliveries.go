@@ -38,7 +38,9 @@ func (a *API) deliveriesList(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	bind := []string{restaurant, strconv.FormatInt(from, 10), strconv.FormatInt(to, 10), strconv.Itoa(limit)}
+	// Bound to the range only (spec 4.3): the keyset position does not
+	// depend on the page size, so a walk may change limit between pages.
+	bind := []string{restaurant, strconv.FormatInt(from, 10), strconv.FormatInt(to, 10)}
 	var pos store.DeliveryPos
 	hasCursor, err := a.cursorParam(c, cursorDeliveries, bind, &pos)
 	if err != nil {
@@ -89,8 +91,12 @@ func (a *API) deliveryPut(c *gin.Context) error {
 	}
 	errs = append(errs, pathEcho(doc, "id", id, "deliveryId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
-	_, _, tsErrs := timestampMember(doc, "occurredAt")
-	if errs = append(errs, tsErrs...); len(errs) > 0 {
+	occurredAt, ok, tsErrs := timestampMember(doc, "occurredAt")
+	errs = append(errs, tsErrs...)
+	if ok {
+		errs = append(errs, a.notAhead(a.now().UnixMilli(), occurredAt, "/occurredAt")...)
+	}
+	if len(errs) > 0 {
 		return validate.Invalid(errs)
 	}
 	var d wire.Delivery

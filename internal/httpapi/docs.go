@@ -28,13 +28,19 @@ func (a *API) openAPIDocument(c *gin.Context) error {
 	return nil
 }
 
-// docsUI renders /openapi.json with Swagger UI from assets embedded in the
-// binary (no CDN).
-var docsUI = v5emb.New("foodsafe partner API", "/openapi.json", "/docs")
+// The documentation page renders the document with Swagger UI from assets
+// embedded in the binary (no CDN), at /v1/docs (spec 9.1: every path is
+// prefixed /v1) and at its first address /docs.
+var (
+	docsV1   = v5emb.New("foodsafe partner API", "/v1/openapi.json", "/v1/docs")
+	docsRoot = v5emb.New("foodsafe partner API", "/openapi.json", "/docs")
+)
 
-func (a *API) docsPage(c *gin.Context) error {
-	docsUI.ServeHTTP(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request)
-	return nil
+func (a *API) docsPage(ui http.Handler) handler {
+	return func(c *gin.Context) error {
+		ui.ServeHTTP(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request)
+		return nil
+	}
 }
 
 func marshalDocument(doc *openapi3.T) ([]byte, error) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -75,7 +76,7 @@ func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (
 	case err == nil:
 		return true, nil
 	case errors.Is(err, cursor.ErrMismatch):
-		return false, apperr.Param("cursor", "was issued for other parameters; keep the restaurant, %s and limit identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
+		return false, apperr.Param("cursor", "was issued for other parameters; keep the %s identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
 	case errors.Is(err, cursor.ErrExpired):
 		return false, apperr.Param("cursor", "has expired; start a new walk without a cursor")
 	default:
@@ -84,8 +85,8 @@ func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (
 }
 
 var cursorBindingWords = map[string]string{
-	cursorDeliveries: "from, to",
-	cursorRecords:    "collection",
+	cursorDeliveries: "restaurant, from and to",
+	cursorRecords:    "restaurant, collection and limit",
 }
 
 // Cursor kinds keep a delivery cursor from opening a walk and vice versa.
@@ -158,4 +159,15 @@ func timestampMember(doc map[string]any, member string) (int64, bool, []apperr.F
 		return 0, false, []apperr.FieldError{{Pointer: "/" + member, Detail: err.Error()}}
 	}
 	return 0, false, nil // the schema reports the pattern violation
+}
+
+// notAhead refuses a device timestamp more than the tolerated clock skew
+// (FOODSAFE_MAX_CLOCK_SKEW) ahead of the server's clock: a record cannot
+// be received before it was captured.
+func (a *API) notAhead(now, at int64, pointer string) []apperr.FieldError {
+	if at > now+a.cfg.MaxClockSkew.Milliseconds() {
+		return []apperr.FieldError{{Pointer: pointer, Detail: fmt.Sprintf(
+			"is in the future: more than %s ahead of the server's clock; check the device's clock", a.cfg.MaxClockSkew)}}
+	}
+	return nil
 }

@@ -125,9 +125,18 @@ func (a *API) recordPut(c *gin.Context) error {
 	errs = append(errs, pathEcho(doc, "mutationId", mutationID, "mutationId")...)
 	capturedAt, capturedOK, tsErrs := timestampMember(doc, "capturedAt")
 	errs = append(errs, tsErrs...)
-	data, hasData := doc["data"].(map[string]any)
-	if hasData {
-		// Validated even on a tombstone, where it is then dropped.
+	now := a.now().UnixMilli()
+	if capturedOK {
+		errs = append(errs, a.notAhead(now, capturedAt, "/capturedAt")...)
+	}
+	deleted := doc["deleted"] == true
+	data, _ := doc["data"].(map[string]any)
+	if deleted {
+		// A tombstone may carry stale data; it is neither validated nor kept
+		// (spec 4.6 requires validity only when deleted is false), and it is
+		// no part of the request's identity.
+		delete(doc, "data")
+	} else if data != nil {
 		errs = append(errs, a.schemas.Validate(collection+".data", data, "/data")...)
 	}
 	if len(errs) > 0 || !capturedOK {
@@ -141,15 +150,17 @@ func (a *API) recordPut(c *gin.Context) error {
 	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
 		RecordKey: k, MutationID: mutationID,
-		Deleted: doc["deleted"] == true, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest[:],
-		CarriesFiles: col.CarriesFiles,
+		Deleted: deleted, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest[:],
+		CarriesFiles: col.CarriesFiles, Events: col.Events,
 	}
 	if !m.Deleted {
 		if m.Data, err = json.Marshal(data); err != nil {
 			return err
 		}
 	}
-	env, replayed, err := a.store.RecordIngest(c.Request.Context(), m, a.now().UnixMilli())
+	// receivedAt is never before capturedAt (spec 2.3): a device clock a
+	// little ahead, within the tolerated skew, moves receivedAt with it.
+	env, replayed, err := a.store.RecordIngest(c.Request.Context(), m, max(now, capturedAt))
 	if err != nil {
 		return err
 	}

@@ -56,17 +56,30 @@ func (a *API) routes() []route {
 			ID: "getVersion", Tag: "Health", Summary: "What is running",
 			Description: "Service version, commit, Go version and the database's schema version.", OK: jsonBody("VersionReport")}},
 
-		{Method: "GET", Path: "/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
 			ID: "getOpenAPIDocument", Tag: "Documentation", Summary: "This OpenAPI document",
-			Description: "Generated at start-up from the route table and the JSON Schemas; authoritative over prose.",
-			OK:          openapi.Response{Media: "application/json"}}},
-		{Method: "GET", Path: "/docs", Access: accessOpen, Handler: a.docsPage, Doc: openapi.Op{
+			Description: "Generated at start-up from the route table and the JSON Schemas; authoritative over prose (spec 9.5). " +
+				"Also served at /openapi.json.",
+			OK: openapi.Response{Media: "application/json"}}},
+		{Method: "GET", Path: "/v1/docs", Access: accessOpen, Handler: a.docsPage(docsV1), Doc: openapi.Op{
 			ID: "getDocsPage", Tag: "Documentation", Summary: "Human-readable API documentation",
-			Description: "Swagger UI rendering /openapi.json, served from assets embedded in the binary.",
+			Description: "Swagger UI rendering /v1/openapi.json, served from assets embedded in the binary. Also served at /docs.",
 			OK:          openapi.Response{Media: "text/html"}}},
-		{Method: "GET", Path: "/docs/:asset", Access: accessOpen, Handler: a.docsPage, Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/docs/:asset", Access: accessOpen, Handler: a.docsPage(docsV1), Doc: openapi.Op{
 			ID: "getDocsAsset", Tag: "Documentation", Summary: "A file of the documentation page",
 			Description: "Scripts, styles and icons of the documentation page.",
+			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
+		{Method: "GET", Path: "/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
+			ID: "getOpenAPIDocumentAlias", Tag: "Documentation", Summary: "This OpenAPI document (alias of /v1/openapi.json)",
+			Description: "The same document as /v1/openapi.json, kept at its first address.",
+			OK:          openapi.Response{Media: "application/json"}}},
+		{Method: "GET", Path: "/docs", Access: accessOpen, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
+			ID: "getDocsPageAlias", Tag: "Documentation", Summary: "Human-readable API documentation (alias of /v1/docs)",
+			Description: "The same page as /v1/docs, kept at its first address.",
+			OK:          openapi.Response{Media: "text/html"}}},
+		{Method: "GET", Path: "/docs/:asset", Access: accessOpen, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
+			ID: "getDocsAssetAlias", Tag: "Documentation", Summary: "A file of the documentation page (alias)",
+			Description: "Scripts, styles and icons of the documentation page at /docs.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
 
 		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList, Doc: openapi.Op{
@@ -150,10 +163,10 @@ func (a *API) routes() []route {
 		{Method: "POST", Path: "/v1/mobile/sessions", Access: accessPartner, Handler: a.sessionCreate, Doc: openapi.Op{
 			ID: "createMobileSession", Tag: "Sessions", Summary: "Exchange a device key for a session token",
 			Description: "Only device keys (holding write scopes). The optional body narrows the token to one restaurant and/or " +
-				"some scopes; asking for more than the key holds is 403. The token lives FOODSAFE_SESSION_TTL (default one hour, " +
+				"some scopes; a restaurant the key has no grant for is the one 404, asking for a scope the key does not hold is 403. The token lives FOODSAFE_SESSION_TTL (default one hour, " +
 				"never beyond the key) and dies when the key is revoked or loses a grant the token carries.",
 			Body: &openapi.Body{Schema: "SessionRequest", Optional: true, Example: "SessionNarrow"},
-			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 413}}},
+			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 404, 413}}},
 	}
 }
 
@@ -185,16 +198,20 @@ func (r route) op() openapi.Op {
 }
 
 // chain is the handler list of a route: access control, then the handler.
+// A query string that does not parse is refused after authentication, so a
+// request without credentials is a 401 whatever its query (spec 5.3).
 func (a *API) chain(r route) []gin.HandlerFunc {
 	var hs []gin.HandlerFunc
 	switch r.Access {
 	case accessOpen:
-		hs = append(hs, a.limitOpen)
+		hs = append(hs, a.limitOpen, a.strictQuery)
 	case accessPartner:
-		hs = append(hs, a.authenticate)
+		hs = append(hs, a.authenticate, a.strictQuery)
 		if r.Need != nil {
 			hs = append(hs, a.authorize(r.Need))
 		}
+	default:
+		hs = append(hs, a.strictQuery)
 	}
 	return append(hs, a.handle(r.Handler))
 }

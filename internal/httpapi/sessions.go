@@ -88,7 +88,9 @@ func narrow(p *auth.Principal, req sessionRequest) ([]auth.Grant, error) {
 	held := p.Grants()
 	if req.RestaurantID != nil {
 		if !p.HasRestaurant(*req.RestaurantID) {
-			return nil, apperr.New(apperr.Forbidden, "The key holds no grant for the requested restaurant.")
+			// Spec 5.3: no grant for a restaurant is the one 404, so a
+			// session request cannot confirm that a restaurant exists.
+			return nil, apperr.ErrNotFound
 		}
 		held = []auth.Grant{{RestaurantID: *req.RestaurantID, Scopes: p.Scopes(*req.RestaurantID)}}
 	}

@@ -341,7 +341,7 @@ func parameters() openapi3.ParametersMap {
 			id("The mutation id.")),
 		"ReprDigest": param("header", "Repr-Digest", true, "SHA-256 of the body (RFC 9530): `sha-256=:<base64>:`. A mismatch stores nothing.",
 			stringSchema("", "Structured-field dictionary with a sha-256 byte sequence.")),
-		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters; generated otherwise.",
+		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters (and not holding a key or token); replaced by a generated id otherwise.",
 			stringSchema(`^[!-~]{1,200}$`, "Request id.")),
 	}
 }

@@ -32,6 +32,9 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 		return wire.Delivery{}, false, err
 	}
 	digest := sha256.Sum256(canon)
+	if err := noBackfill(ctx, s.q, d.RestaurantID, int64(d.OccurredAt), "/occurredAt"); err != nil {
+		return wire.Delivery{}, false, err
+	}
 	temps, err := json.Marshal(d.TemperatureRecords)
 	if err != nil {
 		return wire.Delivery{}, false, err

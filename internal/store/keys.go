@@ -10,22 +10,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
-// Restaurant is an enabled restaurant.
-type Restaurant struct {
-	ID        string
-	Name      *string
-	EnabledAt time.Time
-}
-
-// RestaurantAdd enables a restaurant; repeating it is harmless.
-func (s *Store) RestaurantAdd(ctx context.Context, id string, name *string) (Restaurant, error) {
-	r, err := s.q.RestaurantUpsert(ctx, db.RestaurantUpsertParams{ID: id, Name: name})
-	if err != nil {
-		return Restaurant{}, translate(err)
-	}
-	return Restaurant{ID: r.ID, Name: r.Name, EnabledAt: r.EnabledAt}, nil
-}
-
 // KeyInfo describes a key for administration; it never holds the secret.
 type KeyInfo struct {
 	PublicID  string

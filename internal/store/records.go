@@ -40,6 +40,9 @@ type Mutation struct {
 	// CarriesFiles marks the collections whose data.asset status the
 	// service owns (see normaliseAsset).
 	CarriesFiles bool
+	// Events marks event collections: a live record captured before the
+	// restaurant's enablement is refused (noBackfill).
+	Events bool
 }
 
 // errRaced: an identical mutation committed while this one waited.
@@ -62,6 +65,11 @@ func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) 
 			out, err = replayOf(prev, m)
 			replayed = err == nil
 			return err
+		}
+		if m.Events && !m.Deleted {
+			if err := noBackfill(ctx, q, m.RestaurantID, m.CapturedAt, "/capturedAt"); err != nil {
+				return err
+			}
 		}
 		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -250,6 +251,9 @@ func (s *Set) Validate(name string, doc any, prefix string) []apperr.FieldError 
 	}
 	err := sch.Validate(doc)
 	if err == nil {
+		if rule := rules[name]; rule != nil {
+			return rule(doc, prefix)
+		}
 		return nil
 	}
 	ve, ok := err.(*jsonschema.ValidationError)
@@ -260,6 +264,42 @@ func (s *Set) Validate(name string, doc any, prefix string) []apperr.FieldError 
 	collect(ve, prefix, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return dedupe(out)
+}
+
+// rules beyond what a JSON Schema pattern can say (RE2 has no
+// look-ahead), by schema name; each runs on a document the schema accepted.
+var rules = map[string]func(doc any, prefix string) []apperr.FieldError{
+	"drive-files.data": func(doc any, prefix string) []apperr.FieldError {
+		m, _ := doc.(map[string]any)
+		if k, ok := m["s3Key"].(string); ok && hostLike(k) {
+			return []apperr.FieldError{{Pointer: prefix + "/s3Key",
+				Detail: "must not start with a host: a key is not fetchable (no scheme, host or leading slash)"}}
+		}
+		return nil
+	},
+}
+
+var (
+	ipv4Like = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3}){3}$`)
+	dnsLike  = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}\.?$`)
+)
+
+// hostLike reports a key whose first segment, followed by a slash, reads
+// as a host: localhost, an IPv4 address, host:port, or a dotted name whose
+// last label is letters (example.com/). A bare file name (plan.pdf) has no
+// slash after it and is fine; a first folder named like a domain is the
+// price of the rule.
+func hostLike(key string) bool {
+	first, _, ok := strings.Cut(key, "/")
+	if !ok || first == "" {
+		return false
+	}
+	if h, port, hasPort := strings.Cut(first, ":"); hasPort && h != "" {
+		if _, err := strconv.Atoi(port); err == nil {
+			return true
+		}
+	}
+	return strings.EqualFold(first, "localhost") || ipv4Like.MatchString(first) || dnsLike.MatchString(first)
 }
 
 // collect flattens the error tree into its leaves, one per violation.

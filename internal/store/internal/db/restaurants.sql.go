@@ -7,25 +7,75 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
+const restaurantGet = `-- name: RestaurantGet :one
+SELECT id, name, enabled_at FROM restaurants WHERE id = $1
+`
+
+// Serves ingest (is a record captured before enablement?) and the admin
+// commands. restaurants_pkey.
+func (q *Queries) RestaurantGet(ctx context.Context, id string) (Restaurant, error) {
+	row := q.db.QueryRow(ctx, restaurantGet, id)
+	var i Restaurant
+	err := row.Scan(&i.ID, &i.Name, &i.EnabledAt)
+	return i, err
+}
+
+const restaurantList = `-- name: RestaurantList :many
+SELECT id, name, enabled_at FROM restaurants ORDER BY id
+`
+
+// Serves `foodsafe restaurants list`: an admin listing of a small table,
+// by id. Sequential scan by design.
+func (q *Queries) RestaurantList(ctx context.Context) ([]Restaurant, error) {
+	rows, err := q.db.Query(ctx, restaurantList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Restaurant{}
+	for rows.Next() {
+		var i Restaurant
+		if err := rows.Scan(&i.ID, &i.Name, &i.EnabledAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const restaurantUpsert = `-- name: RestaurantUpsert :one
-INSERT INTO restaurants (id, name)
-VALUES ($1, $2)
+INSERT INTO restaurants (id, name, enabled_at)
+VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE
-    SET name = COALESCE(excluded.name, restaurants.name)
+    SET name       = COALESCE(excluded.name, restaurants.name),
+        enabled_at = CASE WHEN $4::boolean THEN excluded.enabled_at ELSE restaurants.enabled_at END
 RETURNING id, name, enabled_at
 `
 
 type RestaurantUpsertParams struct {
-	ID   string
-	Name *string
+	ID           string
+	Name         *string
+	EnabledAt    time.Time
+	SetEnabledAt bool
 }
 
-// Serves `foodsafe restaurants add`: idempotent; a later call may set or
-// change the label but never clears it. Uses restaurants_pkey.
+// Serves `foodsafe restaurants add`: enables a restaurant, or changes the
+// label or enablement time of an enabled one (each only when given; the
+// caller passes the time, so no volatile function runs inside COALESCE).
+// restaurants_pkey.
 func (q *Queries) RestaurantUpsert(ctx context.Context, arg RestaurantUpsertParams) (Restaurant, error) {
-	row := q.db.QueryRow(ctx, restaurantUpsert, arg.ID, arg.Name)
+	row := q.db.QueryRow(ctx, restaurantUpsert,
+		arg.ID,
+		arg.Name,
+		arg.EnabledAt,
+		arg.SetEnabledAt,
+	)
 	var i Restaurant
 	err := row.Scan(&i.ID, &i.Name, &i.EnabledAt)
 	return i, err
