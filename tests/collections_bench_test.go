@@ -74,7 +74,7 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(st.Close)
 
-	_, head, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
+	head, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
 	require.NoError(b, err)
 	pinned := head.Pinned
 	at := func(depth int) *store.WalkPos {
@@ -93,9 +93,9 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 		pos := at(c.depth)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				page, _, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
-				if err != nil || len(page) != limit {
-					b.Fatalf("page: %d rows, %v", len(page), err)
+				page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+				if err != nil || len(page.Records) != limit {
+					b.Fatalf("page: %d rows, %v", len(page.Records), err)
 				}
 			}
 		})
@@ -114,9 +114,9 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	}
 	b.Run("middle-1000-changes-since-pin", func(b *testing.B) {
 		for b.Loop() {
-			page, _, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
-			if err != nil || len(page) != limit {
-				b.Fatalf("page: %d rows, %v", len(page), err)
+			page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+			if err != nil || len(page.Records) != limit {
+				b.Fatalf("page: %d rows, %v", len(page.Records), err)
 			}
 		}
 	})
