@@ -77,13 +77,18 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      stream's head (P < after), which it refuses. No table is read.
 -- Records created after P are in neither. The caller merges both branches
 -- by sequence and keeps the first max_rows, so the statement needs no Sort.
+-- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
+-- records_walk_idx: written as max(), a planner without statistics (a
+-- never-ANALYZEd table) aggregates the stream's whole index range instead.
 -- Branch 2 states superseded_by <= H although it always holds: P and H are
 -- unknown when the statement is planned, and a two-sided range on unknown
 -- bounds is estimated narrow, where `superseded_by > P` alone is estimated
 -- at a third of the table and planned as a sequential scan.
 WITH head AS (
-    SELECT COALESCE((SELECT max(r.sequence) FROM records r
-                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)),
+    SELECT COALESCE((SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)
+                     ORDER BY r.sequence DESC
+                     LIMIT 1),
                     0)::bigint AS h
 ), pin AS (
     SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
