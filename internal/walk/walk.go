@@ -2,8 +2,8 @@
 // client sent: a full walk, its continuation, or a changes walk started
 // from the changesCursor of an earlier walk. It is the one place that
 // decides what a walk cursor means and what its refusals say, so every face
-// of the service (the REST route, the MCP tool) walks the same way and a
-// cursor issued by one works in the other.
+// of the service that walks records (the REST route, a tool of an MCP
+// endpoint) walks the same way and a cursor issued by one works in another.
 package walk
 
 import (
