@@ -19,8 +19,15 @@ import (
 
 // seedHistorySQL builds one stream r1/areas of n records in which every
 // tenth record was updated `updates` times: n + n/10*updates changes, with
-// superseded_by chains as ingest would leave them.
+// superseded_by chains as ingest would leave them; then ANALYZEs.
 func seedHistorySQL(b testing.TB, dbURL string, n, updates int) {
+	b.Helper()
+	seedHistoryNoStatsSQL(b, dbURL, n, updates)
+	analyze(b, dbURL)
+}
+
+// seedHistoryNoStatsSQL is seedHistorySQL without ANALYZE.
+func seedHistoryNoStatsSQL(b testing.TB, dbURL string, n, updates int) {
 	b.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -53,7 +60,6 @@ func seedHistorySQL(b testing.TB, dbURL string, n, updates int) {
 		  SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		  FROM record_changes WHERE superseded_by IS NULL`, nil},
 		{`INSERT INTO collection_streams SELECT 'r1', 'areas', max(sequence) FROM record_changes`, nil},
-		{`ANALYZE`, nil},
 	} {
 		_, err := conn.Exec(ctx, st.sql, st.args...)
 		require.NoError(b, err, st.sql)
@@ -74,7 +80,7 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(st.Close)
 
-	_, head, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
+	head, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
 	require.NoError(b, err)
 	pinned := head.Pinned
 	at := func(depth int) *store.WalkPos {
@@ -93,9 +99,9 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 		pos := at(c.depth)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				page, _, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
-				if err != nil || len(page) != limit {
-					b.Fatalf("page: %d rows, %v", len(page), err)
+				page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+				if err != nil || len(page.Records) != limit {
+					b.Fatalf("page: %d rows, %v", len(page.Records), err)
 				}
 			}
 		})
@@ -114,9 +120,9 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	}
 	b.Run("middle-1000-changes-since-pin", func(b *testing.B) {
 		for b.Loop() {
-			page, _, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
-			if err != nil || len(page) != limit {
-				b.Fatalf("page: %d rows, %v", len(page), err)
+			page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+			if err != nil || len(page.Records) != limit {
+				b.Fatalf("page: %d rows, %v", len(page.Records), err)
 			}
 		}
 	})

@@ -88,8 +88,9 @@ func (e envelopeDoc) seq(t testing.TB) int64 {
 }
 
 type walkPage struct {
-	Data       []envelopeDoc `json:"data"`
-	NextCursor *string       `json:"nextCursor"`
+	Data          []envelopeDoc `json:"data"`
+	NextCursor    *string       `json:"nextCursor"`
+	ChangesCursor *string       `json:"changesCursor"`
 }
 
 func recordsPath(restaurant, collection string) string {

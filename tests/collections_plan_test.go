@@ -28,7 +28,7 @@ func TestWalkPlans(t *testing.T) {
 	st, rec := recordingStore(t, dbURL)
 	ctx := context.Background()
 	// More history: records updated after the first page pinned the walk.
-	_, next, err := st.RecordWalk(ctx, "r1", "areas", 50, nil)
+	first, err := st.RecordWalk(ctx, "r1", "areas", 50, nil)
 	require.NoError(t, err)
 	firstPage := rec.take()
 	for i := 1; i <= 300; i++ {
@@ -42,9 +42,9 @@ func TestWalkPlans(t *testing.T) {
 	_, err = st.Pool().Exec(ctx, "ANALYZE records; ANALYZE record_changes")
 	require.NoError(t, err)
 	rec.take()
-	page, _, err := st.RecordWalk(ctx, "r1", "areas", 50, next)
+	page, err := st.RecordWalk(ctx, "r1", "areas", 50, first.Next)
 	require.NoError(t, err)
-	require.Len(t, page, 50)
+	require.Len(t, page.Records, 50)
 	laterPage := rec.take()
 	require.Len(t, firstPage, 1, "one round trip per page")
 	require.Len(t, laterPage, 1, "one round trip per page")

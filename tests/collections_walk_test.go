@@ -38,21 +38,33 @@ func (a *app) walkStep(key, restaurant, collection string, limit int, cursor str
 // walkAll runs a whole walk, checking sequence order and no empty pages.
 func (a *app) walkAll(key, restaurant, collection string, limit int) []envelopeDoc {
 	a.t.Helper()
+	out, _ := a.walkFrom(key, restaurant, collection, limit, "")
+	return out
+}
+
+// walkFrom runs a walk to its end, from cursor (empty: a full walk; a
+// changesCursor: a changes walk), and returns its records and the
+// changesCursor of its last page. It checks the page shape on the way:
+// sequence ascending, no empty page before the end, changesCursor null on
+// every page but the last, where it is a token.
+func (a *app) walkFrom(key, restaurant, collection string, limit int, cursor string) ([]envelopeDoc, string) {
+	a.t.Helper()
 	var out []envelopeDoc
-	cursor := ""
 	for {
 		p := a.walkStep(key, restaurant, collection, limit, cursor)
 		out = append(out, p.Data...)
 		if p.NextCursor == nil {
-			break
+			require.NotNil(a.t, p.ChangesCursor, "the last page carries a changesCursor")
+			require.NotEmpty(a.t, *p.ChangesCursor)
+			for i := 1; i < len(out); i++ {
+				require.Less(a.t, out[i-1].seq(a.t), out[i].seq(a.t), "sequence ascending")
+			}
+			return out, *p.ChangesCursor
 		}
+		require.Nil(a.t, p.ChangesCursor, "only the last page carries a changesCursor")
 		require.NotEmpty(a.t, p.Data, "no empty page before the end")
 		cursor = *p.NextCursor
 	}
-	for i := 1; i < len(out); i++ {
-		require.Less(a.t, out[i-1].seq(a.t), out[i].seq(a.t), "sequence ascending")
-	}
-	return out
 }
 
 func names(t testing.TB, es []envelopeDoc) []string {
@@ -106,8 +118,13 @@ func TestWalkPagination(t *testing.T) {
 	a := newApp(t)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "areas:write", "areas:read", "users:read"))
-	require.JSONEq(t, `{"data":[],"nextCursor":null}`, string(a.getAs(key, recordsPath("r1", "areas")).Body), "empty stream")
-	require.JSONEq(t, `{"data":[],"nextCursor":null}`, string(a.getAs(key, recordsPath("r1", "users")).Body))
+	for _, col := range []string{"areas", "users"} {
+		empty := a.walkStep(key, "r1", col, 0, "")
+		require.Empty(t, empty.Data, "empty stream")
+		require.NotNil(t, empty.Data, "data is [] (not null)")
+		require.Nil(t, empty.NextCursor)
+		require.NotNil(t, empty.ChangesCursor, "an empty walk is complete: it has a changesCursor")
+	}
 	for i := 0; i < 14; i++ {
 		a.put(key, "r1", "areas", fmt.Sprintf("a%02d", i), fmt.Sprintf("m%02d", i), area("x"))
 	}
@@ -162,6 +179,7 @@ func TestWalkCursorRules(t *testing.T) {
 	check("tampered", recordsPath("r1", "areas")+q("2", flipChar(cur, len(cur)-5)))
 	check("truncated", recordsPath("r1", "areas")+q("2", cur[:20]))
 	check("garbage", recordsPath("r1", "areas")+q("2", "not-a-cursor"))
+	check("empty", recordsPath("r1", "areas")+"?limit=2&cursor=")
 	delivCur := *a.walkDeliveriesFirst(key)
 	check("a delivery cursor", recordsPath("r1", "areas")+q("2", delivCur))
 
@@ -191,9 +209,29 @@ func (a *app) walkDeliveriesFirst(key string) *string {
 	return p.NextCursor
 }
 
-// seedRecordsSQL writes n areas records r1/areas/rec-00001... straight in
-// SQL, as ingest would have (sequence i, one change each).
+// seedRecordsSQL writes n records restaurant/collection/rec-0000001...
+// straight in SQL, as ingest would have (sequence i, one change each), and
+// ANALYZEs the tables.
 func seedRecordsSQL(t testing.TB, dbURL, restaurant, collection string, n int) {
+	t.Helper()
+	seedRecordsNoStatsSQL(t, dbURL, restaurant, collection, n)
+	analyze(t, dbURL)
+}
+
+// analyze gathers the planner's statistics of the collection tables.
+func analyze(t testing.TB, dbURL string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `ANALYZE records; ANALYZE record_changes`)
+	require.NoError(t, err)
+}
+
+// seedRecordsNoStatsSQL is seedRecordsSQL without ANALYZE: the planner
+// then knows nothing of the tables but their size on disk.
+func seedRecordsNoStatsSQL(t testing.TB, dbURL, restaurant, collection string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -217,8 +255,6 @@ func seedRecordsSQL(t testing.TB, dbURL, restaurant, collection string, n int) {
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `INSERT INTO collection_streams VALUES ($1, $2, $3)
 		ON CONFLICT (restaurant_id, collection) DO UPDATE SET last_sequence = excluded.last_sequence`, restaurant, collection, n)
-	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `ANALYZE records; ANALYZE record_changes`)
 	require.NoError(t, err)
 }
 

@@ -124,6 +124,8 @@ func TestContractRejectsOffSpecExchanges(t *testing.T) {
 			RBody: []byte(`{"type":"x/problems/unauthorized","title":"t","status":401,"detail":"d","instance":"/v1/restaurants"}`)},
 		"invalid request accepted": {Method: "GET", URL: "/v1/restaurants/r1/deliveries?from=yesterday&to=1", Header: bearer, Status: 200, RHeader: jsonH,
 			RBody: []byte(`{"data":[],"nextCursor":null}`)},
+		"walk page without changesCursor": {Method: "GET", URL: "/v1/restaurants/r1/collections/areas/records", Header: bearer, Status: 200, RHeader: jsonH,
+			RBody: []byte(`{"data":[],"nextCursor":null}`)},
 		"unauthenticated request accepted": {Method: "GET", URL: "/v1/restaurants", Status: 200, RHeader: jsonH, RBody: []byte(`{"data":[]}`)},
 		"undocumented route answering":     {Method: "GET", URL: "/v1/secret", Status: 200, RHeader: jsonH, RBody: []byte(`{}`)},
 		"envelope data of another shape": {Method: "GET", URL: "/v1/restaurants/r1/collections/areas/records/a1", Header: bearer, Status: 200, RHeader: jsonH,

@@ -78,19 +78,9 @@ func (c *Codec) Seal(kind string, bind []string, pos any, ttl time.Duration) (st
 // checked before anything else is trusted; then kind and binding must match
 // exactly, then the lifetime.
 func (c *Codec) Open(token, kind string, bind []string, pos any) error {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) <= macLen {
-		return ErrMalformed
-	}
-	body, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
-	m := hmac.New(sha256.New, c.key)
-	m.Write(body)
-	if !hmac.Equal(sig, m.Sum(nil)) {
-		return ErrMalformed
-	}
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil || env.V != version {
-		return ErrMalformed
+	env, err := c.verify(token)
+	if err != nil {
+		return err
 	}
 	if env.Kind != kind || !slices.Equal(env.Bind, bind) {
 		return ErrMismatch
@@ -102,4 +92,31 @@ func (c *Codec) Open(token, kind string, bind []string, pos any) error {
 		return ErrMalformed
 	}
 	return nil
+}
+
+// Kind verifies token and returns the kind it was sealed for, so that a
+// parameter accepting several kinds of cursor (a walk's nextCursor or
+// changesCursor) knows which binding to open it with.
+func (c *Codec) Kind(token string) (string, error) {
+	env, err := c.verify(token)
+	return env.Kind, err
+}
+
+// verify checks the signature, then decodes the signed content.
+func (c *Codec) verify(token string) (envelope, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(raw) <= macLen {
+		return envelope{}, ErrMalformed
+	}
+	body, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
+	m := hmac.New(sha256.New, c.key)
+	m.Write(body)
+	if !hmac.Equal(sig, m.Sum(nil)) {
+		return envelope{}, ErrMalformed
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil || env.V != version {
+		return envelope{}, ErrMalformed
+	}
+	return env, nil
 }

@@ -40,6 +40,35 @@ func TestRoundTripAndBinding(t *testing.T) {
 	}
 }
 
+// Kind reports the kind of a genuine cursor only, and a cursor without a
+// ttl never expires.
+func TestKindAndNoExpiry(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	c := cursor.New([]byte("0123456789abcdef0123456789abcdef"), func() time.Time { return now })
+	tok, err := c.Seal("changes", []string{"r1", "areas"}, pos{7, ""}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := c.Kind(tok); err != nil || k != "changes" {
+		t.Fatalf("kind: %q %v", k, err)
+	}
+	other := cursor.New([]byte("another key of thirty-two bytes!"), nil)
+	for name, bad := range map[string]string{"other key": "", "tampered": tok[:len(tok)-2] + "AA", "garbage": "not-a-cursor", "empty": ""} {
+		codec := c
+		if name == "other key" {
+			codec, bad = other, tok
+		}
+		if k, err := codec.Kind(bad); !errors.Is(err, cursor.ErrMalformed) || k != "" {
+			t.Fatalf("%s: kind %q, %v", name, k, err)
+		}
+	}
+	now = now.Add(100 * 365 * 24 * time.Hour)
+	var p pos
+	if err := c.Open(tok, "changes", []string{"r1", "areas"}, &p); err != nil || p.A != 7 {
+		t.Fatalf("a century later: %v %+v", err, p)
+	}
+}
+
 // FuzzOpen: no token, however made, panics or opens without the key.
 func FuzzOpen(f *testing.F) {
 	c := cursor.New([]byte("0123456789abcdef0123456789abcdef"), nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
+	"github.com/foodsafe/foodsafe/internal/walk"
 )
 
 // Deps are the collaborators of the HTTP layer.
@@ -50,7 +51,10 @@ type API struct {
 	blobs   blob.Store
 	// files serves /v1/files when the store is the filesystem; nil otherwise.
 	files *blob.FS
-	now   func() time.Time
+	// walker pages collection walks (shared with any other face of the
+	// service that walks records).
+	walker *walk.Walker
+	now    func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
 }
@@ -60,7 +64,8 @@ type API struct {
 // stops the start-up.
 func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
-		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now}
+		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now,
+		walker: walk.New(d.Store, d.Cursors, d.Config.CursorTTL)}
 	a.files, _ = d.Blobs.(*blob.FS)
 	if a.now == nil {
 		a.now = time.Now

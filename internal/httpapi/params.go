@@ -66,7 +66,8 @@ func parseLimit(v string) (int, error) {
 }
 
 // cursorParam reads `cursor` into pos when present, mapping cursor failures
-// to 400s that tell the client what to do.
+// to 400s that tell the client what to do. Walks read theirs in
+// walk.Walker, which accepts two kinds of cursor.
 func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (bool, error) {
 	v, ok, err := queryOnce(c, "cursor")
 	if err != nil || !ok {
@@ -86,14 +87,12 @@ func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (
 
 var cursorBindingWords = map[string]string{
 	cursorDeliveries: "restaurant, from and to",
-	cursorRecords:    "restaurant, collection and limit",
 }
 
-// Cursor kinds keep a delivery cursor from opening a walk and vice versa.
-const (
-	cursorDeliveries = "deliveries"
-	cursorRecords    = "records"
-)
+// Cursor kinds keep a delivery cursor from opening a walk and vice versa
+// (walk cursors, walk.KindRecords and walk.KindChanges, are read by
+// walk.Walker).
+const cursorDeliveries = "deliveries"
 
 // readJSON reads a JSON request body: Content-Type application/json
 // (charset utf-8 tolerated), at most the configured size.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
+	"github.com/foodsafe/foodsafe/internal/walk"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -52,32 +52,25 @@ func (a *API) collectionsList(c *gin.Context) error {
 }
 
 // recordsWalk is GET .../collections/:collection/records: one page of a
-// snapshot walk (see store.RecordWalk).
+// walk, full or changes, as walk.Walker decides from the cursor.
 func (a *API) recordsWalk(c *gin.Context) error {
-	restaurant, collection := c.Param("restaurantId"), c.Param("collection")
 	limit, err := limitParam(c)
 	if err != nil {
 		return err
 	}
-	bind := []string{restaurant, collection, strconv.Itoa(limit)}
-	var pos store.WalkPos
-	hasCursor, err := a.cursorParam(c, cursorRecords, bind, &pos)
+	cur, hasCursor, err := queryOnce(c, "cursor")
 	if err != nil {
 		return err
 	}
-	var at *store.WalkPos
-	if hasCursor {
-		at = &pos
+	if hasCursor && cur == "" {
+		return walk.MalformedCursor()
 	}
-	page, next, err := a.store.RecordWalk(c.Request.Context(), restaurant, collection, limit, at)
+	page, err := a.walker.Page(c.Request.Context(), c.Param("restaurantId"), c.Param("collection"), limit, cur)
 	if err != nil {
 		return err
 	}
-	var nextPos any // a nil *WalkPos must stay a nil interface: no cursor
-	if next != nil {
-		nextPos = next
-	}
-	return respondPage(a, c, cursorRecords, bind, page, nextPos, a.cfg.CursorTTL)
+	c.PureJSON(http.StatusOK, page)
+	return nil
 }
 
 // recordKey is the record a request path names.

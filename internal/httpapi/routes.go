@@ -127,7 +127,11 @@ func (a *API) routes() []route {
 				ID: "walkRecords", Tag: "Collections", Summary: "Walk a collection (a snapshot)",
 				Description: "By sequence ascending. The first page pins the stream position; later pages answer as of it: " +
 					"records changed or deleted during the walk appear once as they stood, records created after it do not. " +
-					"The cursor is bound to the restaurant, collection and limit and lasts 24 hours; refresh means a new walk. " +
+					"nextCursor is bound to the restaurant, collection and limit and lasts 24 hours. " +
+					"The last page (nextCursor null) carries changesCursor: passed as cursor, it starts a changes walk that " +
+					"returns only the records created, updated or deleted since that snapshot, each once in its latest state " +
+					"(an empty page when nothing changed), and ends with the next changesCursor. A changesCursor never expires; " +
+					"used for another restaurant or collection, altered, or beyond the stream's position it is a 400: do a full walk. " +
 					"Reconcile by id, overwrite when sequence is higher, apply tombstones (deleted: true) as deletions. " +
 					"Failure order: no grant for the restaurant 404, unknown collection 400, missing scope 403.",
 				Query: []string{"limit", "cursor"}, OK: openapi.Response{Schema: "EnvelopePage", Example: "EnvelopePage"}}},

@@ -36,7 +36,7 @@ func examples() openapi3.Examples {
 			"capturedAt": "1763700000000", "sourceVersion": nil, "deleted": false, "data": area,
 		}),
 		"EnvelopePage": example("A page of a walk, with a tombstone", map[string]any{
-			"data": []any{envelope, tombstone}, "nextCursor": "eyJ2IjoxfQ",
+			"data": []any{envelope, tombstone}, "nextCursor": "eyJ2IjoxfQ", "changesCursor": nil,
 		}),
 		"SessionNarrow": example("A token for one restaurant and one scope", map[string]any{
 			"restaurantId": "bistro-42", "scopes": []any{"cleaning-task-pictures:write"},

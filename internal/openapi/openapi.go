@@ -332,7 +332,7 @@ func parameters() openapi3.ParametersMap {
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"limit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
 			Description: fmt.Sprintf("Page size, %d to %d; default %d.", wire.MinLimit, wire.MaxLimit, wire.DefaultLimit), Schema: limit.NewRef()}},
-		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters.", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
+		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters. On a collection walk, also a last page's changesCursor (see the operation).", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
 		"type":   param("query", "type", true, "Media type the file is served as (part of the signed URL).", stringSchema("", "Media type.")),
 		"expires": param("query", "expires", true, "Expiry of the signed URL, epoch milliseconds (part of the signed URL).",
 			stringSchema(timestampPattern, "Epoch milliseconds.")),

@@ -135,30 +135,75 @@ type WalkPos struct {
 	After  int64 `json:"a"`
 }
 
+// WalkPage is one page of a walk.
+type WalkPage struct {
+	Records []wire.Envelope
+	// Pinned is the stream position the walk answers as of. A later walk
+	// started from it (RecordChanges) returns what changed since.
+	Pinned int64
+	// Next continues the walk; nil on the last page.
+	Next *WalkPos
+}
+
+// ErrAheadOfStream: a changes walk was asked for what changed since a
+// position the stream has not reached. A stream never moves backwards, so
+// the position was issued for data that no longer exists (a database
+// restored or reset); the copy built from it must be rebuilt.
+var ErrAheadOfStream = errors.New("position beyond the head of the stream")
+
 // RecordWalk reads one page of a snapshot walk: records as they stood at
 // the pinned position, by sequence ascending. The first page (pos nil) pins
-// the stream's current head. next is nil on the last page; one extra row
+// the stream's current head. Next is nil on the last page; one extra row
 // is read so a page that ends the walk exactly says so.
-func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string, limit int, pos *WalkPos) (page []wire.Envelope, next *WalkPos, err error) {
+func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string, limit int, pos *WalkPos) (WalkPage, error) {
 	p := db.RecordWalkPageParams{RestaurantID: restaurantID, Collection: collection, MaxRows: int32(limit + 1)}
 	if pos != nil {
 		p.Pinned, p.AfterSequence = &pos.Pinned, pos.After
 	}
+	return s.walkPage(ctx, restaurantID, collection, limit, p)
+}
+
+// RecordChanges reads the first page of a changes walk: it pins the
+// stream's current head P2 and returns the records whose state at P2 was
+// written after since (created, updated or deleted since a walk pinned at
+// since), each once, in that state, by sequence. It is the walk query with
+// after = since, so later pages are ordinary RecordWalk pages. since beyond
+// the head is ErrAheadOfStream.
+func (s *Store) RecordChanges(ctx context.Context, restaurantID, collection string, limit int, since int64) (WalkPage, error) {
+	page, err := s.walkPage(ctx, restaurantID, collection, limit,
+		db.RecordWalkPageParams{RestaurantID: restaurantID, Collection: collection, AfterSequence: since, MaxRows: int32(limit + 1)})
+	if err == nil && page.Pinned < since {
+		return WalkPage{}, ErrAheadOfStream
+	}
+	return page, err
+}
+
+// walkPage runs one page of RecordWalkPage and merges its branches.
+func (s *Store) walkPage(ctx context.Context, restaurantID, collection string, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
 	rows, err := s.q.RecordWalkPage(ctx, p)
 	if err != nil {
-		return nil, nil, translate(err)
+		return WalkPage{}, translate(err)
+	}
+	if len(rows) == 1 && rows[0].RecordID == "" {
+		// The marker of an empty range: it only carries the pin.
+		return WalkPage{Records: []wire.Envelope{}, Pinned: rows[0].Pinned}, nil
+	}
+	out := WalkPage{Records: make([]wire.Envelope, 0, min(len(rows), limit))}
+	if p.Pinned != nil {
+		out.Pinned = *p.Pinned
+	} else if len(rows) > 0 {
+		out.Pinned = rows[0].Pinned
 	}
 	// Merge the two branches (current versions; versions as of the pin).
 	slices.SortFunc(rows, func(a, b db.RecordWalkPageRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next = &WalkPos{Pinned: rows[0].Pinned, After: rows[limit-1].Sequence}
+		out.Next = &WalkPos{Pinned: out.Pinned, After: rows[limit-1].Sequence}
 	}
-	page = make([]wire.Envelope, len(rows))
-	for i, r := range rows {
-		page[i] = walkVersion(restaurantID, collection, r).envelope()
+	for _, r := range rows {
+		out.Records = append(out.Records, walkVersion(restaurantID, collection, r).envelope())
 	}
-	return page, next, nil
+	return out, nil
 }
 
 // version is one stored state of a record, whichever table or query it

@@ -91,6 +91,15 @@ type Page[T any] struct {
 	NextCursor *string `json:"nextCursor"`
 }
 
+// WalkPage is a page of a collection walk: a Page plus the changes cursor.
+// ChangesCursor is always present so that every page has one shape: a
+// token on the last page (NextCursor null), null on every other page.
+type WalkPage struct {
+	Data          []Envelope `json:"data"`
+	NextCursor    *string    `json:"nextCursor"`
+	ChangesCursor *string    `json:"changesCursor"`
+}
+
 // UnmarshalJSON reads the digit string with ParseMillis's rules.
 func (m *Millis) UnmarshalJSON(b []byte) error {
 	var s string

@@ -157,8 +157,10 @@ func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, e
 
 const recordWalkPage = `-- name: RecordWalkPage :many
 WITH head AS (
-    SELECT COALESCE((SELECT max(r.sequence) FROM records r
-                     WHERE r.restaurant_id = $1 AND r.collection = $2),
+    SELECT COALESCE((SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = $1 AND r.collection = $2
+                     ORDER BY r.sequence DESC
+                     LIMIT 1),
                     0)::bigint AS h
 ), pin AS (
     SELECT COALESCE($3::bigint, head.h)::bigint AS p, head.h FROM head
@@ -180,6 +182,10 @@ UNION ALL
    AND h.superseded_by <= (SELECT h FROM pin)
    AND h.sequence > $4
    AND h.sequence <= (SELECT p FROM pin))
+UNION ALL
+(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL::jsonb, 0::bigint, 0::bigint, NULL::text, 0::integer
+ FROM pin
+ WHERE pin.p <= $4)
 `
 
 type RecordWalkPageParams struct {
@@ -206,16 +212,27 @@ type RecordWalkPageRow struct {
 // Serves GET .../collections/{collection}/records: one page of a walk
 // pinned at stream position P (the first page pins the stream's head H,
 // the highest sequence it can see; commit order equals sequence order, so
-// nothing below H is still in flight). A page is the union of
+// nothing below H is still in flight). A full walk starts at after = 0; a
+// changes walk starts at after = the position its previous walk was pinned
+// at, and so returns exactly the records whose state at P was written
+// after that position, each once. A page is the union of
 //  1. current versions with sequence in (after, P]: one range scan of
 //     records_walk_idx, stopped by LIMIT;
 //  2. versions in (after, P] that were superseded after P (records changed
 //     or deleted since the walk began, returned as they stood at P):
 //     record_changes_superseded_idx, a range bounded by the writes made
 //     since P, not by the stream's size or history.
+//  3. only when (after, P] is empty: one marker row with an empty
+//     record_id (never a record's id) carrying P, so that an empty page
+//     still says where it is pinned. It answers a changes walk with
+//     nothing to return, and shows the caller an `after` beyond the
+//     stream's head (P < after), which it refuses. No table is read.
 //
 // Records created after P are in neither. The caller merges both branches
 // by sequence and keeps the first max_rows, so the statement needs no Sort.
+// The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
+// records_walk_idx: written as max(), a planner without statistics (a
+// never-ANALYZEd table) aggregates the stream's whole index range instead.
 // Branch 2 states superseded_by <= H although it always holds: P and H are
 // unknown when the statement is planned, and a two-sided range on unknown
 // bounds is estimated narrow, where `superseded_by > P` alone is estimated

@@ -1,0 +1,133 @@
+// Package walk answers one page of a collection walk from the cursor a
+// client sent: a full walk, its continuation, or a changes walk started
+// from the changesCursor of an earlier walk. It is the one place that
+// decides what a walk cursor means and what its refusals say, so every face
+// of the service that walks records (the REST route, a tool of an MCP
+// endpoint) walks the same way and a cursor issued by one works in another.
+package walk
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// Cursor kinds. A nextCursor continues one walk and is bound to the
+// restaurant, collection and limit; a changesCursor starts the next walk
+// and is bound to the restaurant and collection only, so a client may page
+// each changes walk with whatever limit suits it.
+const (
+	KindRecords = "records"
+	KindChanges = "changes"
+)
+
+// fullWalk ends every refusal: the remedy is always the same.
+const fullWalk = "start a new walk (a full walk, without a cursor)"
+
+// Walker pages walks.
+type Walker struct {
+	store   *store.Store
+	cursors *cursor.Codec
+	// ttl is the lifetime of a nextCursor (FOODSAFE_CURSOR_TTL). A
+	// changesCursor never expires: it needs only current states and
+	// tombstones, which the service keeps for as long as the stream exists.
+	ttl time.Duration
+}
+
+// New makes a walker.
+func New(st *store.Store, cursors *cursor.Codec, ttl time.Duration) *Walker {
+	return &Walker{store: st, cursors: cursors, ttl: ttl}
+}
+
+// changesPos is what a changesCursor carries: the position the walk that
+// issued it was pinned at.
+type changesPos struct {
+	Since int64 `json:"s"`
+}
+
+// Page answers one page of a walk of (restaurantID, collection) with limit
+// records at most. raw is the client's cursor as received: empty starts a
+// full walk, a nextCursor continues its walk, a changesCursor starts a
+// changes walk (what changed since the walk that issued it). The page
+// carries nextCursor until the walk's last page, which carries the
+// changesCursor of the next changes walk instead.
+func (w *Walker) Page(ctx context.Context, restaurantID, collection string, limit int, raw string) (wire.WalkPage, error) {
+	bind := []string{restaurantID, collection, strconv.Itoa(limit)}
+	page, err := w.read(ctx, restaurantID, collection, limit, bind, raw)
+	if err != nil {
+		return wire.WalkPage{}, err
+	}
+	out := wire.WalkPage{Data: page.Records}
+	if page.Next != nil {
+		next, err := w.cursors.Seal(KindRecords, bind, page.Next, w.ttl)
+		if err != nil {
+			return wire.WalkPage{}, err
+		}
+		out.NextCursor = &next
+		return out, nil
+	}
+	changes, err := w.cursors.Seal(KindChanges, []string{restaurantID, collection}, changesPos{Since: page.Pinned}, 0)
+	if err != nil {
+		return wire.WalkPage{}, err
+	}
+	out.ChangesCursor = &changes
+	return out, nil
+}
+
+// read opens the cursor for its kind and reads the page it names.
+func (w *Walker) read(ctx context.Context, restaurantID, collection string, limit int, bind []string, raw string) (store.WalkPage, error) {
+	if raw == "" {
+		return w.store.RecordWalk(ctx, restaurantID, collection, limit, nil)
+	}
+	kind, err := w.cursors.Kind(raw)
+	if err != nil {
+		return store.WalkPage{}, MalformedCursor()
+	}
+	if kind != KindChanges {
+		var pos store.WalkPos
+		if err := w.cursors.Open(raw, KindRecords, bind, &pos); err != nil {
+			return store.WalkPage{}, refusal(err)
+		}
+		return w.store.RecordWalk(ctx, restaurantID, collection, limit, &pos)
+	}
+	var pos changesPos
+	if err := w.cursors.Open(raw, KindChanges, []string{restaurantID, collection}, &pos); err != nil {
+		if errors.Is(err, cursor.ErrMismatch) {
+			return store.WalkPage{}, apperr.Param("cursor",
+				"is the changesCursor of another restaurant or collection; keep one changesCursor per restaurant and collection, or %s", fullWalk)
+		}
+		return store.WalkPage{}, refusal(err)
+	}
+	page, err := w.store.RecordChanges(ctx, restaurantID, collection, limit, pos.Since)
+	if errors.Is(err, store.ErrAheadOfStream) {
+		// Said without the stream's position: a refusal must not tell a
+		// client anything about the data it could not read.
+		return store.WalkPage{}, apperr.Param("cursor",
+			"names a position this collection has not reached (its data was restored or reset since); %s and rebuild your copy from it", fullWalk)
+	}
+	return page, err
+}
+
+// refusal is the 400 for a walk cursor that cannot be used.
+func refusal(err error) error {
+	switch {
+	case errors.Is(err, cursor.ErrMismatch):
+		return apperr.Param("cursor", "was issued for other parameters; keep the restaurant, collection and limit identical for a whole walk, or %s", fullWalk)
+	case errors.Is(err, cursor.ErrExpired):
+		return apperr.Param("cursor", "has expired; %s, or walk again from the changesCursor of your last complete walk", fullWalk)
+	default:
+		return MalformedCursor()
+	}
+}
+
+// MalformedCursor is the 400 for a cursor this service did not issue
+// (garbage, truncated, altered, signed with another key, or empty).
+func MalformedCursor() error {
+	return apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor or changesCursor unchanged, or %s", fullWalk)
+}
