@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -105,11 +106,11 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 }
 
 // withURL signs a download URL, valid 15 minutes, into each item.
-func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) []wire.FileItem {
+func (a *API) withURL(baseURL, restaurant string, items []wire.FileItem) []wire.FileItem {
 	exp := a.now().Add(urlLifetime)
 	for i := range items {
 		it := &items[i]
-		it.URL = a.blobs.DownloadURL(a.baseURL(c), restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
+		it.URL = a.blobs.DownloadURL(baseURL, restaurant, blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, it.ContentType, exp)
 		it.URLExpiresAt = wire.Millis(exp.UnixMilli())
 	}
 	return items
@@ -143,7 +144,7 @@ func (a *API) objectKeyParam(c *gin.Context) (string, error) {
 // assetPut is the "device finishes sending" step of spec 3:
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset?objectKey=.
 func (a *API) assetPut(c *gin.Context) error {
-	k := recordKey(c)
+	k := recordKey(restParams{c})
 	if err := fileCollection(k.Collection); err != nil {
 		return err
 	}
@@ -170,17 +171,18 @@ func (a *API) assetPut(c *gin.Context) error {
 	return respondWritten(c, env, replayed)
 }
 
-// assetsList is GET .../records/:recordId/assets: verified uploads only.
-func (a *API) assetsList(c *gin.Context) error {
-	k := recordKey(c)
+// assetsList is GET .../records/:recordId/assets (tool list_assets):
+// verified uploads only.
+func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], error) {
+	k := recordKey(r.params)
 	if !ids.Valid(k.RecordID) {
-		return apperr.ErrNotFound
+		return List[wire.FileItem]{}, apperr.ErrNotFound
 	}
-	items, err := a.store.AssetList(c.Request.Context(), k)
+	items, err := a.store.AssetList(ctx, k)
 	if err != nil {
-		return err
+		return List[wire.FileItem]{}, err
 	}
-	return respondList(c, a.withURL(c, k.RestaurantID, items))
+	return List[wire.FileItem]{Data: a.withURL(r.baseURL, k.RestaurantID, items)}, nil
 }
 
 // deliveryImagePut is the provider's image upload:
@@ -205,20 +207,21 @@ func (a *API) deliveryImagePut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return respondWritten(c, a.withURL(c, k.RestaurantID, []wire.FileItem{item})[0], replayed)
+	return respondWritten(c, a.withURL(a.baseURL(c), k.RestaurantID, []wire.FileItem{item})[0], replayed)
 }
 
-// deliveryImagesList is GET .../deliveries/:deliveryId/images.
-func (a *API) deliveryImagesList(c *gin.Context) error {
-	restaurant, deliveryID := c.Param("restaurantId"), c.Param("deliveryId")
+// deliveryImagesList is GET .../deliveries/:deliveryId/images (tool
+// list_delivery_images).
+func (a *API) deliveryImagesList(ctx context.Context, r request) (List[wire.FileItem], error) {
+	restaurant, deliveryID := r.params.path("restaurantId"), r.params.path("deliveryId")
 	if !ids.Valid(deliveryID) {
-		return apperr.ErrNotFound
+		return List[wire.FileItem]{}, apperr.ErrNotFound
 	}
-	items, err := a.store.DeliveryImageList(c.Request.Context(), restaurant, deliveryID)
+	items, err := a.store.DeliveryImageList(ctx, restaurant, deliveryID)
 	if err != nil {
-		return err
+		return List[wire.FileItem]{}, err
 	}
-	return respondList(c, a.withURL(c, restaurant, items))
+	return List[wire.FileItem]{Data: a.withURL(r.baseURL, restaurant, items)}, nil
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own

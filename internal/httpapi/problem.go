@@ -25,9 +25,24 @@ type Problem struct {
 }
 
 // problemFor renders err for the request in c (the one table is
-// apperr.Kinds). Every 5xx logs its cause with the request id; the cause
-// of an internal error never reaches the client.
+// apperr.Kinds).
 func (a *API) problemFor(c *gin.Context, err error) Problem {
+	kind, detail, errs := a.classify(c.Request.Context(), requestID(c), routeOf(c), err)
+	return Problem{
+		Type:      a.baseURL(c) + "/problems/" + string(kind.Code),
+		Title:     kind.Title,
+		Status:    kind.Status,
+		Detail:    detail,
+		Instance:  c.Request.URL.Path,
+		RequestID: requestID(c),
+		Errors:    errs,
+	}
+}
+
+// classify finds err's row of the problem table and the detail a client
+// may read, whichever face answers it. Every 5xx logs its cause with the
+// request id; the cause of an internal error never reaches the client.
+func (a *API) classify(ctx context.Context, reqID, route string, err error) (apperr.Kind, string, []apperr.FieldError) {
 	e, ok := apperr.As(err)
 	if !ok {
 		e = &apperr.Error{Code: apperr.Internal, Cause: err}
@@ -36,22 +51,14 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	detail := e.Detail
 	switch {
 	case kind.Code == apperr.Internal:
-		a.log.ErrorContext(c.Request.Context(), "internal error",
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.ErrorContext(ctx, "internal error",
+			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
 		detail = internalDetail
 	case kind.Status >= 500:
-		a.log.WarnContext(c.Request.Context(), string(kind.Code),
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.WarnContext(ctx, string(kind.Code),
+			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
 	}
-	return Problem{
-		Type:      a.baseURL(c) + "/problems/" + string(kind.Code),
-		Title:     kind.Title,
-		Status:    kind.Status,
-		Detail:    detail,
-		Instance:  c.Request.URL.Path,
-		RequestID: requestID(c),
-		Errors:    e.Errors,
-	}
+	return kind, detail, e.Errors
 }
 
 // retryAfterUnavailable is the Retry-After of every 503, in seconds.
