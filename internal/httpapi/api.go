@@ -7,6 +7,8 @@ package httpapi
 
 import (
 	"log/slog"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -50,6 +52,12 @@ type API struct {
 	now     func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
+	// mcpTools are the MCP tools (mcp_tools.go), mcpHandler the SDK's
+	// handler behind POST /mcp, mcpServers one MCP server per set of
+	// visible tools (toolGroup -> *mcp.Server), built on first use.
+	mcpTools   []mcpTool
+	mcpHandler http.Handler
+	mcpServers sync.Map
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -90,7 +98,12 @@ func New(d Deps) (*gin.Engine, error) {
 		a.fail(c, apperr.New(apperr.MethodNotAllowed,
 			"Method %s is not allowed here; see the Allow header.", c.Request.Method))
 	})
-	for _, r := range a.routes() {
+	routes := a.routes()
+	if a.mcpTools, err = buildTools(routes); err != nil {
+		return nil, err
+	}
+	a.mcpHandler = a.newMCPHandler()
+	for _, r := range routes {
 		e.Handle(r.Method, r.Path, a.chain(r)...)
 	}
 	return e, nil

@@ -10,6 +10,9 @@ import (
 const (
 	ctxPrincipal    = "foodsafe.principal"
 	ctxAuditOutcome = "foodsafe.auditOutcome"
+	// ctxAuditRestaurant names the restaurant of a request whose path has
+	// none (an MCP tool call's restaurantId argument).
+	ctxAuditRestaurant = "foodsafe.auditRestaurant"
 )
 
 // principal is the authenticated caller; only valid behind authenticate.
@@ -132,7 +135,8 @@ func (a *API) authorize(n *need) gin.HandlerFunc {
 	}
 }
 
-// allow is spec 5.3 for anything under a restaurant: no grant for the restaurant is the one 404 (indistinguishable
+// allow is spec 5.3 for anything under a restaurant, REST route or MCP
+// tool alike: no grant for the restaurant is the one 404 (indistinguishable
 // from a missing resource), then the need's own 400s, then a missing scope
 // is 403.
 func allow(p *auth.Principal, ps params, n *need) error {

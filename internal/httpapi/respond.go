@@ -31,7 +31,7 @@ func (a *API) handle(h handler) gin.HandlerFunc {
 
 // List is the {"data": [...]} envelope of list responses.
 type List[T any] struct {
-	Data []T `json:"data"`
+	Data []T `json:"data" jsonschema:"Every item; the list is complete (it has no pages)."`
 }
 
 // Data wraps a single resource in {"data": ...}, the shape of write

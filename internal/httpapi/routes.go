@@ -157,6 +157,26 @@ func (a *API) routes() []route {
 				"never beyond the key) and dies when the key is revoked or loses a grant the token carries.",
 			Body: &openapi.Body{Schema: "SessionRequest", Optional: true, Example: "SessionNarrow"},
 			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 413}}},
+
+		{Method: "POST", Path: mcpPath, Access: accessPartner, Handler: a.mcpServe, Doc: openapi.Op{
+			ID: "mcp", Tag: "MCP", Summary: "Model Context Protocol endpoint for AI clients",
+			Description: "The data of this API for AI assistants, over the Model Context Protocol " +
+				"(https://modelcontextprotocol.io/specification), Streamable HTTP transport, stateless, JSON responses. " +
+				"Protocol revisions 2026-07-28 (no handshake) and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 " +
+				"(initialize, no Mcp-Session-Id). The body is a JSON-RPC 2.0 message; send `Accept: application/json, " +
+				"text/event-stream`. Keys, rate limit and audit trail are the REST API's: every POST counts against the " +
+				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
+				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
+				"REST operation of the same data, with its access rules, cursors and messages (default page 20, at most 100). " +
+				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors; transport errors " +
+				"are problems. Other methods than POST are 405.",
+			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
+			Body:    &openapi.Body{Schema: "JsonRpcRequest"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
+			Alt: []openapi.Alt{
+				{Status: 202, Description: "A notification (or a response to the server) was accepted; no body."},
+				{Status: 400, Description: "a JSON-RPC error (protocol 2026-07-28: unknown tool, invalid parameters, header mismatch).", Schema: "JsonRpcResponse"},
+				{Status: 404, Description: "a JSON-RPC error for an unknown method (protocol 2026-07-28).", Schema: "JsonRpcResponse"},
+			}}},
 	}
 }
 
