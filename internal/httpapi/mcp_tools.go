@@ -261,17 +261,25 @@ func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 
 // nonNullable removes "null" from array types, which the wire never sends
 // (lists are [] when empty), and with pointers also from every other type:
-// an optional argument is absent, not null. Pointer fields of outputs keep
-// it: nextCursor and commentary are null when there is none.
+// an optional argument is absent, not null. Pointer fields of outputs are
+// null when there is none (nextCursor, commentary); their type becomes an
+// anyOf of null and the type, which clients that map schemas onto a
+// single-type dialect (Gemini's function declarations) accept.
 func nonNullable(s *jsonschema.Schema, pointers bool) *jsonschema.Schema {
 	if s == nil {
 		return nil
 	}
-	if len(s.Types) == 2 && slices.Contains(s.Types, "null") && (pointers || slices.Contains(s.Types, "array")) {
-		for _, t := range s.Types {
-			if t != "null" {
-				s.Type, s.Types = t, nil
-			}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		other := s.Types[0]
+		if other == "null" {
+			other = s.Types[1]
+		}
+		switch {
+		case pointers || other == "array":
+			s.Type, s.Types = other, nil
+		default:
+			s.AnyOf = []*jsonschema.Schema{{Type: "null"}, {Type: other, Pattern: s.Pattern}}
+			s.Types, s.Pattern = nil, ""
 		}
 	}
 	for _, p := range s.Properties {
