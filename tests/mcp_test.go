@@ -484,6 +484,8 @@ func TestMCPAudit(t *testing.T) {
 	s.ok("walk_records", map[string]any{"restaurantId": restA, "collection": "areas"})
 	s.toolErr("walk_records", map[string]any{"restaurantId": restB, "collection": "areas"})
 	s.ok("list_restaurants", nil)
+	_, err := s.callErr("no_such_tool", nil)
+	require.ErrorContains(t, err, "unknown tool")
 	_ = s.Close()
 
 	events := flushedAudit(t, f.a)
@@ -494,12 +496,12 @@ func TestMCPAudit(t *testing.T) {
 		}
 		require.Equal(t, publicID(t, key), e.KeyPublicID)
 		require.Equal(t, "POST", e.Method)
-		require.Equal(t, 200, e.Status)
+		require.Contains(t, []int{200, 400}, e.Status, "an unknown tool is HTTP 400 at protocol 2026-07-28")
 		outcomes = append(outcomes, e.Outcome+"@"+e.RestaurantID)
 	}
 	slices.Sort(outcomes)
-	require.Equal(t, []string{"server/discover@", "tools/call list_restaurants@", "tools/call walk_records (tool error)@" + restB,
-		"tools/call walk_records@" + restA, "tools/list@"}, outcomes)
+	require.Equal(t, []string{"server/discover@", "tools/call list_restaurants@", "tools/call no_such_tool (protocol error)@",
+		"tools/call walk_records (tool error)@" + restB, "tools/call walk_records@" + restA, "tools/list@"}, outcomes)
 	all := f.a.logs.String()
 	require.Contains(t, all, `"route":"/mcp"`)
 	require.Contains(t, all, `"mcp":"tools/call walk_records (tool error)"`, "the access log names the tool")

@@ -40,7 +40,9 @@ type mcpCall struct {
 	tool       string
 	restaurant string
 	toolError  bool
-	panicked   bool
+	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
+	rpcError bool
+	panicked bool
 }
 
 type mcpCallKey struct{}
@@ -64,6 +66,8 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 		o += " (panic)"
 	case c.toolError:
 		o += " (tool error)"
+	case c.rpcError:
+		o += " (protocol error)"
 	}
 	return storableText(o, 200), c.restaurant
 }
@@ -232,7 +236,13 @@ func (a *API) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			call.mu.Unlock()
 		}
-		return next(ctx, method, req)
+		res, err = next(ctx, method, req)
+		if err != nil && call != nil {
+			call.mu.Lock()
+			call.rpcError = true
+			call.mu.Unlock()
+		}
+		return res, err
 	}
 }
 

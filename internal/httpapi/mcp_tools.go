@@ -138,8 +138,8 @@ func mcpToolTable() []mcpTool {
 		{name: "walk_records", title: "Walk a collection", route: "walkRecords", group: groupRecords, args: reflect.TypeFor[walkArgs](),
 			description: "One page of a snapshot walk of a collection: the current state of its records, by sequence " +
 				"ascending (oldest change first), tombstones (deleted: true) included. The first page pins the walk; later " +
-				"pages answer as of that moment, so a walk sees each record once. " + paging + "The cursor lasts 24 " +
-				"hours and is the REST API's own: a cursor from GET .../records works here with the same limit, and back. " +
+				"pages answer as of that moment, so a walk sees each record once. " + paging + "The cursor expires (after 24 " +
+				"hours by default; then start a new walk) and is the REST API's own: a cursor from GET .../records works here with the same limit, and back. " +
 				"Filtering (dates, out-of-range values) is up to the caller: read the pages and look at data. " + emptyCaveat},
 		{name: "get_record", title: "One record", route: "getRecord", group: groupRecords, args: reflect.TypeFor[recordArgs](),
 			description: "The current state of one record of a collection; a deleted record answers its tombstone " +
