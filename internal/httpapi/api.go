@@ -8,6 +8,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -57,6 +58,12 @@ type API struct {
 	now    func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
+	// mcpTools are the MCP tools (mcp_tools.go), mcpHandler the SDK's
+	// handler behind POST /mcp, mcpServers one MCP server per set of
+	// visible tools (toolGroup -> *mcp.Server), built on first use.
+	mcpTools   []mcpTool
+	mcpHandler http.Handler
+	mcpServers sync.Map
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -100,6 +107,10 @@ func New(d Deps) (*gin.Engine, error) {
 			"Method %s is not allowed here; see the Allow header.", c.Request.Method))
 	})
 	routes := a.routes()
+	if a.mcpTools, err = buildTools(routes); err != nil {
+		return nil, err
+	}
+	a.mcpHandler = a.newMCPHandler()
 	heads := map[string]bool{}
 	for _, r := range routes {
 		e.Handle(r.Method, r.Path, a.chain(r)...)

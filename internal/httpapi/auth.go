@@ -10,6 +10,9 @@ import (
 const (
 	ctxPrincipal    = "foodsafe.principal"
 	ctxAuditOutcome = "foodsafe.auditOutcome"
+	// ctxAuditRestaurant names the restaurant of a request whose path has
+	// none (an MCP tool call's restaurantId argument).
+	ctxAuditRestaurant = "foodsafe.auditRestaurant"
 )
 
 // principal is the authenticated caller; only valid behind authenticate.
@@ -111,38 +114,44 @@ type need struct {
 	// check names the scopes a request needs on its restaurant. It may fail
 	// with a 400 (e.g. an unknown collection), which is checked after the
 	// restaurant grant and before the scopes (spec 4.4 precedence).
-	check func(c *gin.Context) ([]string, error)
+	check func(ps params) ([]string, error)
 	// names are the same scopes as the documentation writes them.
 	names []string
 }
 
 // scopes needs fixed scopes (none: any grant on the restaurant).
 func scopes(s ...string) *need {
-	return &need{check: func(*gin.Context) ([]string, error) { return s, nil }, names: s}
+	return &need{check: func(params) ([]string, error) { return s, nil }, names: s}
 }
 
-// authorize enforces spec 5.3 for routes under /restaurants/:restaurantId:
-// no grant for the restaurant is the one 404 (indistinguishable from a
-// missing resource), then the route's own 400s, then a missing scope is 403.
+// authorize enforces a route's need before its handler runs.
 func (a *API) authorize(n *need) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		p := principal(c)
-		r := c.Param("restaurantId")
-		if !p.HasRestaurant(r) {
-			a.fail(c, apperr.ErrNotFound)
-			return
-		}
-		want, err := n.check(c)
-		if err != nil {
+		if err := allow(principal(c), restParams{c}, n); err != nil {
 			a.fail(c, err)
 			return
 		}
-		for _, s := range want {
-			if !p.Can(r, s) {
-				a.fail(c, apperr.New(apperr.Forbidden, "This key does not hold the scope %s for this restaurant.", s))
-				return
-			}
-		}
 		c.Next()
 	}
+}
+
+// allow is spec 5.3 for anything under a restaurant, REST route or MCP
+// tool alike: no grant for the restaurant is the one 404 (indistinguishable
+// from a missing resource), then the need's own 400s, then a missing scope
+// is 403.
+func allow(p *auth.Principal, ps params, n *need) error {
+	r := ps.path("restaurantId")
+	if !p.HasRestaurant(r) {
+		return apperr.ErrNotFound
+	}
+	want, err := n.check(ps)
+	if err != nil {
+		return err
+	}
+	for _, s := range want {
+		if !p.Can(r, s) {
+			return apperr.New(apperr.Forbidden, "This key does not hold the scope %s for this restaurant.", s)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,7 @@
 package httpapi
 
 import (
-	"net/http"
+	"context"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -16,64 +16,60 @@ import (
 // maxSpanMillis is the longest from..to range: 366 days (spec 4.3).
 const maxSpanMillis = 366 * 24 * 60 * 60 * 1000
 
-// deliveriesList is GET /v1/restaurants/:restaurantId/deliveries: a
-// newest-first keyset walk over [from, to].
-func (a *API) deliveriesList(c *gin.Context) error {
-	restaurant := c.Param("restaurantId")
-	from, err := millisParam(c, "from")
+// deliveriesList is GET /v1/restaurants/:restaurantId/deliveries (tool
+// list_deliveries): a newest-first keyset walk over [from, to].
+func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Delivery], error) {
+	restaurant := r.params.path("restaurantId")
+	from, err := millisParam(r.params, "from")
 	if err != nil {
-		return err
+		return wire.Page[wire.Delivery]{}, err
 	}
-	to, err := millisParam(c, "to")
+	to, err := millisParam(r.params, "to")
 	if err != nil {
-		return err
+		return wire.Page[wire.Delivery]{}, err
 	}
 	if to < from {
-		return apperr.Param("to", "must be greater than or equal to from")
+		return wire.Page[wire.Delivery]{}, apperr.Param("to", "must be greater than or equal to from")
 	}
 	if to-from > maxSpanMillis {
-		return apperr.Param("to", "the range from..to spans more than 366 days (%d ms); walk longer periods in windows of at most a year", int64(maxSpanMillis))
+		return wire.Page[wire.Delivery]{}, apperr.Param("to", "the range from..to spans more than 366 days (%d ms); walk longer periods in windows of at most a year", int64(maxSpanMillis))
 	}
-	limit, err := limitParam(c)
+	limit, err := limitParam(r)
 	if err != nil {
-		return err
+		return wire.Page[wire.Delivery]{}, err
 	}
 	// Bound to the range only (spec 4.3): the keyset position does not
 	// depend on the page size, so a walk may change limit between pages.
 	bind := []string{restaurant, strconv.FormatInt(from, 10), strconv.FormatInt(to, 10)}
 	var pos store.DeliveryPos
-	hasCursor, err := a.cursorParam(c, cursorDeliveries, bind, &pos)
+	hasCursor, err := a.cursorParam(r.params, cursorDeliveries, bind, &pos)
 	if err != nil {
-		return err
+		return wire.Page[wire.Delivery]{}, err
 	}
 	var after *store.DeliveryPos
 	if hasCursor {
 		after = &pos
 	}
-	page, more, err := a.store.DeliveryList(c.Request.Context(), restaurant, from, to, limit, after)
+	page, more, err := a.store.DeliveryList(ctx, restaurant, from, to, limit, after)
 	if err != nil {
-		return err
+		return wire.Page[wire.Delivery]{}, err
 	}
 	var next any
 	if more {
 		last := page[len(page)-1]
 		next = store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}
 	}
-	return respondPage(a, c, cursorDeliveries, bind, page, next, 0)
+	return sealPage(a, cursorDeliveries, bind, page, next, 0)
 }
 
-// deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId.
-func (a *API) deliveryGet(c *gin.Context) error {
-	id := c.Param("deliveryId")
+// deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId
+// (tool get_delivery).
+func (a *API) deliveryGet(ctx context.Context, r request) (wire.Delivery, error) {
+	id := r.params.path("deliveryId")
 	if !ids.Valid(id) {
-		return apperr.ErrNotFound
+		return wire.Delivery{}, apperr.ErrNotFound
 	}
-	d, err := a.store.DeliveryGet(c.Request.Context(), c.Param("restaurantId"), id)
-	if err != nil {
-		return err
-	}
-	c.PureJSON(http.StatusOK, d)
-	return nil
+	return a.store.DeliveryGet(ctx, r.params.path("restaurantId"), id)
 }
 
 // deliveryPut is the provider's write path (our addition, spec 9.2):

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -111,11 +112,11 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 
 // withURL signs a download URL, valid 15 minutes, into each item;
 // urlExpiresAt is the instant the store says the URL stops working.
-func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) ([]wire.FileItem, error) {
+func (a *API) withURL(ctx context.Context, baseURL, restaurant string, items []wire.FileItem) ([]wire.FileItem, error) {
 	now := a.now()
 	for i := range items {
 		it := &items[i]
-		u, exp, err := a.blobs.DownloadURL(c.Request.Context(), blob.Download{BaseURL: a.baseURL(c), Scope: restaurant,
+		u, exp, err := a.blobs.DownloadURL(ctx, blob.Download{BaseURL: baseURL, Scope: restaurant,
 			Object: blob.Object{SHA256: it.SHA256, Size: it.ByteLength}, ContentType: it.ContentType, SignedAt: now, Lifetime: urlLifetime})
 		if err != nil {
 			return nil, apperr.New(apperr.DependencyUnavailable, "Download URLs cannot be signed right now; retry with backoff.").WithCause(err)
@@ -125,13 +126,10 @@ func (a *API) withURL(c *gin.Context, restaurant string, items []wire.FileItem) 
 	return items, nil
 }
 
-// respondFiles answers a list of files with their download URLs.
-func (a *API) respondFiles(c *gin.Context, restaurant string, items []wire.FileItem) error {
-	items, err := a.withURL(c, restaurant, items)
-	if err != nil {
-		return err
-	}
-	return respondList(c, items)
+// fileList is a complete list of files with their download URLs.
+func (a *API) fileList(ctx context.Context, baseURL, restaurant string, items []wire.FileItem) (List[wire.FileItem], error) {
+	items, err := a.withURL(ctx, baseURL, restaurant, items)
+	return List[wire.FileItem]{Data: items}, err
 }
 
 // fileCollection is the 400 for uploads into collections without files.
@@ -162,7 +160,7 @@ func (a *API) objectKeyParam(c *gin.Context) (string, error) {
 // assetPut is the "device finishes sending" step of spec 3:
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset?objectKey=.
 func (a *API) assetPut(c *gin.Context) error {
-	k := recordKey(c)
+	k := recordKey(restParams{c})
 	if err := fileCollection(k.Collection); err != nil {
 		return err
 	}
@@ -189,17 +187,18 @@ func (a *API) assetPut(c *gin.Context) error {
 	return respondWritten(c, env, replayed)
 }
 
-// assetsList is GET .../records/:recordId/assets: verified uploads only.
-func (a *API) assetsList(c *gin.Context) error {
-	k := recordKey(c)
+// assetsList is GET .../records/:recordId/assets (tool list_assets):
+// verified uploads only.
+func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], error) {
+	k := recordKey(r.params)
 	if !ids.Valid(k.RecordID) {
-		return apperr.ErrNotFound
+		return List[wire.FileItem]{}, apperr.ErrNotFound
 	}
-	items, err := a.store.AssetList(c.Request.Context(), k)
+	items, err := a.store.AssetList(ctx, k)
 	if err != nil {
-		return err
+		return List[wire.FileItem]{}, err
 	}
-	return a.respondFiles(c, k.RestaurantID, items)
+	return a.fileList(ctx, r.baseURL, k.RestaurantID, items)
 }
 
 // deliveryImagePut is the provider's image upload:
@@ -224,24 +223,25 @@ func (a *API) deliveryImagePut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	items, err := a.withURL(c, k.RestaurantID, []wire.FileItem{item})
+	items, err := a.withURL(c.Request.Context(), a.baseURL(c), k.RestaurantID, []wire.FileItem{item})
 	if err != nil {
 		return err
 	}
 	return respondWritten(c, items[0], replayed)
 }
 
-// deliveryImagesList is GET .../deliveries/:deliveryId/images.
-func (a *API) deliveryImagesList(c *gin.Context) error {
-	restaurant, deliveryID := c.Param("restaurantId"), c.Param("deliveryId")
+// deliveryImagesList is GET .../deliveries/:deliveryId/images (tool
+// list_delivery_images).
+func (a *API) deliveryImagesList(ctx context.Context, r request) (List[wire.FileItem], error) {
+	restaurant, deliveryID := r.params.path("restaurantId"), r.params.path("deliveryId")
 	if !ids.Valid(deliveryID) {
-		return apperr.ErrNotFound
+		return List[wire.FileItem]{}, apperr.ErrNotFound
 	}
-	items, err := a.store.DeliveryImageList(c.Request.Context(), restaurant, deliveryID)
+	items, err := a.store.DeliveryImageList(ctx, restaurant, deliveryID)
 	if err != nil {
-		return err
+		return List[wire.FileItem]{}, err
 	}
-	return a.respondFiles(c, restaurant, items)
+	return a.fileList(ctx, r.baseURL, restaurant, items)
 }
 
 // fileGet serves GET/HEAD /v1/files/:restaurantId/:sha256: the URL's own

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -79,7 +80,7 @@ func (a *API) recoverer(c *gin.Context) {
 			slog.String("request_id", requestID(c)),
 			slog.String("route", routeOf(c)),
 			slog.String("panic", fmt.Sprint(rec)),
-			slog.String("stack", string(debug.Stack())))
+			slog.String("stack", stack()))
 		if c.Writer.Written() {
 			c.Abort()
 			return
@@ -88,6 +89,9 @@ func (a *API) recoverer(c *gin.Context) {
 	}()
 	c.Next()
 }
+
+// stack is the calling goroutine's stack, for the log of a panic.
+func stack() string { return string(debug.Stack()) }
 
 // accessLog writes one structured line per request. It logs the path
 // without its query string (signed URLs and cursors live there) and never
@@ -115,16 +119,23 @@ func (a *API) accessLog(c *gin.Context) {
 }
 
 // logAttrsFromContext adds what later middleware learned (the key's public
-// id) to the access log line.
+// id; for MCP, the method and tool) to the access log line.
 func (a *API) logAttrsFromContext(c *gin.Context) []slog.Attr {
+	var attrs []slog.Attr
 	if v, ok := c.Get(ctxLogKeyID); ok {
-		return []slog.Attr{slog.String("key", v.(string))}
+		attrs = append(attrs, slog.String("key", v.(string)))
 	}
-	return nil
+	if v := c.GetString(ctxLogMCP); v != "" {
+		attrs = append(attrs, slog.String("mcp", v))
+	}
+	return attrs
 }
 
 // ctxLogKeyID holds the public id of the authenticated key, for the access log.
 const ctxLogKeyID = "foodsafe.logKeyID"
+
+// ctxLogMCP holds what an MCP request called (its audit outcome).
+const ctxLogMCP = "foodsafe.logMCP"
 
 // strictQuery rejects query strings that do not parse: gin's accessors
 // would otherwise drop the broken pair silently and answer as if the
@@ -163,7 +174,7 @@ func (a *API) auditTrail(c *gin.Context) {
 		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
-		RestaurantID: storableText(redact.Secrets(c.Param("restaurantId")), 200),
+		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),
 		KeyPublicID:  c.GetString(ctxLogKeyID),
 		Outcome:      c.GetString(ctxAuditOutcome),
 	}

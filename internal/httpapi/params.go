@@ -30,8 +30,8 @@ func queryOnce(c *gin.Context, name string) (string, bool, error) {
 }
 
 // millisParam reads a required epoch-milliseconds parameter.
-func millisParam(c *gin.Context, name string) (int64, error) {
-	v, ok, err := queryOnce(c, name)
+func millisParam(ps params, name string) (int64, error) {
+	v, ok, err := ps.query(name)
 	if err != nil {
 		return 0, err
 	}
@@ -45,12 +45,15 @@ func millisParam(c *gin.Context, name string) (int64, error) {
 	return int64(ms), nil
 }
 
+// restDefaultLimit is the REST page size when the client gives none.
+const restDefaultLimit = wire.DefaultLimit
+
 // limitParam reads `limit`: plain digits within the page-size bounds,
-// the default when absent.
-func limitParam(c *gin.Context) (int, error) {
-	v, ok, err := queryOnce(c, "limit")
+// the face's default when absent.
+func limitParam(r request) (int, error) {
+	v, ok, err := r.params.query("limit")
 	if err != nil || !ok {
-		return wire.DefaultLimit, err
+		return r.defaultLimit, err
 	}
 	return parseLimit(v)
 }
@@ -65,25 +68,33 @@ func parseLimit(v string) (int, error) {
 	return n, nil
 }
 
-// cursorParam reads `cursor` into pos when present, mapping cursor failures
-// to 400s that tell the client what to do. Walks read theirs in
+// cursorParam reads `cursor` into pos when present. Walks read theirs in
 // walk.Walker, which accepts two kinds of cursor.
-func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (bool, error) {
-	v, ok, err := queryOnce(c, "cursor")
+func (a *API) cursorParam(ps params, kind string, bind []string, pos any) (bool, error) {
+	v, ok, err := ps.query("cursor")
 	if err != nil || !ok {
 		return false, err
 	}
+	return true, a.openCursor(v, kind, bind, pos)
+}
+
+// openCursor opens a cursor of kind bound to bind into pos, mapping cursor
+// failures to 400s that tell the client what to do.
+func (a *API) openCursor(v, kind string, bind []string, pos any) error {
 	switch err := a.cursors.Open(v, kind, bind, pos); {
 	case err == nil:
-		return true, nil
+		return nil
 	case errors.Is(err, cursor.ErrMismatch):
-		return false, apperr.Param("cursor", "was issued for other parameters; keep the %s identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
+		return apperr.Param("cursor", "was issued for other parameters; keep the %s identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
 	case errors.Is(err, cursor.ErrExpired):
-		return false, apperr.Param("cursor", "has expired; start a new walk without a cursor")
+		return apperr.Param("cursor", "has expired; start a new walk without a cursor")
 	default:
-		return false, apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor unchanged, or start a new walk without a cursor")
+		return errMalformedCursor
 	}
 }
+
+// errMalformedCursor refuses a cursor this service did not issue.
+var errMalformedCursor = apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor unchanged, or start a new walk without a cursor")
 
 var cursorBindingWords = map[string]string{
 	cursorDeliveries: "restaurant, from and to",
@@ -97,12 +108,8 @@ const cursorDeliveries = "deliveries"
 // readJSON reads a JSON request body: Content-Type application/json
 // (charset utf-8 tolerated), at most the configured size.
 func (a *API) readJSON(c *gin.Context) ([]byte, error) {
-	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return nil, apperr.New(apperr.Invalid, "Content-Type must be application/json.")
-	}
-	if cs, ok := params["charset"]; ok && cs != "utf-8" && cs != "UTF-8" {
-		return nil, apperr.New(apperr.Invalid, "The body must be UTF-8 encoded JSON.")
+	if err := jsonContentType(c); err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
@@ -113,6 +120,18 @@ func (a *API) readJSON(c *gin.Context) ([]byte, error) {
 		return nil, apperr.New(apperr.Invalid, "The body could not be read.").WithCause(err)
 	}
 	return body, nil
+}
+
+// jsonContentType refuses a body that is not declared as UTF-8 JSON.
+func jsonContentType(c *gin.Context) error {
+	mt, params, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return apperr.New(apperr.Invalid, "Content-Type must be application/json.")
+	}
+	if cs, ok := params["charset"]; ok && cs != "utf-8" && cs != "UTF-8" {
+		return apperr.New(apperr.Invalid, "The body must be UTF-8 encoded JSON.")
+	}
+	return nil
 }
 
 // decodeBody reads a JSON body, decodes it (validate.Decode) and validates it

@@ -38,9 +38,28 @@ type Problem struct {
 const maxProblemErrors = 100
 
 // problemFor renders err for the request in c (the one table is
-// apperr.Kinds). Every 5xx logs its cause with the request id; the cause
-// of an internal error never reaches the client.
+// apperr.Kinds).
 func (a *API) problemFor(c *gin.Context, err error) Problem {
+	kind, detail, errs := a.classify(c.Request.Context(), requestID(c), routeOf(c), err)
+	errs, omitted := capErrors(errs)
+	return Problem{
+		ErrorsOmitted: omitted,
+		Type:          a.baseURL(c) + "/problems/" + string(kind.Code),
+		Title:         kind.Title,
+		Status:        kind.Status,
+		Detail:        detail,
+		Instance:      redact.Secrets(c.Request.URL.Path),
+		RequestID:     requestID(c),
+		Errors:        errs,
+	}
+}
+
+// classify finds err's row of the problem table and the detail and
+// violations a client may read, whichever face answers it (a problem
+// document, an MCP tool error). Every 5xx logs its cause with the request
+// id; the cause of an internal error never reaches the client. Details may
+// quote what the client sent: a pasted key never comes back.
+func (a *API) classify(ctx context.Context, reqID, route string, err error) (apperr.Kind, string, []apperr.FieldError) {
 	e, ok := apperr.As(err)
 	if !ok {
 		e = &apperr.Error{Code: apperr.Internal, Cause: err}
@@ -49,32 +68,26 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	detail := e.Detail
 	switch {
 	case kind.Code == apperr.Internal:
-		a.log.ErrorContext(c.Request.Context(), "internal error",
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.ErrorContext(ctx, "internal error",
+			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
 		detail = internalDetail
 	case kind.Status >= 500:
-		a.log.WarnContext(c.Request.Context(), string(kind.Code),
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.WarnContext(ctx, string(kind.Code),
+			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
 	}
-	errs, omitted := e.Errors, 0
-	if len(errs) > maxProblemErrors {
-		errs, omitted = errs[:maxProblemErrors], len(errs)-maxProblemErrors
-	}
-	// Details may quote what the client sent; a pasted key never comes back.
-	errs = slices.Clone(errs)
+	errs := slices.Clone(e.Errors)
 	for i := range errs {
 		errs[i].Detail = redact.Secrets(errs[i].Detail)
 	}
-	return Problem{
-		ErrorsOmitted: omitted,
-		Type:          a.baseURL(c) + "/problems/" + string(kind.Code),
-		Title:         kind.Title,
-		Status:        kind.Status,
-		Detail:        redact.Secrets(detail),
-		Instance:      redact.Secrets(c.Request.URL.Path),
-		RequestID:     requestID(c),
-		Errors:        errs,
+	return kind, redact.Secrets(detail), errs
+}
+
+// capErrors keeps the first maxProblemErrors violations and counts the rest.
+func capErrors(errs []apperr.FieldError) ([]apperr.FieldError, int) {
+	if len(errs) > maxProblemErrors {
+		return errs[:maxProblemErrors], len(errs) - maxProblemErrors
 	}
+	return errs, 0
 }
 
 // retryAfterUnavailable is the Retry-After of every 503, in seconds.

@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"net/http"
 	"sort"
 
 	"github.com/gin-gonic/gin"
@@ -20,13 +20,13 @@ import (
 // HeaderIdempotencyKey must repeat the mutation id on ingest.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// collectionScope needs `<collection>:<access>` for the :collection path
+// collectionScope needs `<collection>:<access>` for the collection
 // parameter; an unknown collection is a 400, checked after the restaurant
 // grant and before the scope (spec 4.4).
 func collectionScope(access string) *need {
 	return &need{
-		check: func(c *gin.Context) ([]string, error) {
-			col, ok := catalog.Lookup(c.Param("collection"))
+		check: func(ps params) ([]string, error) {
+			col, ok := catalog.Lookup(ps.path("collection"))
 			if !ok {
 				return nil, apperr.Param("collection", "is not one of the 24 collections (see GET /v1/restaurants/{restaurantId}/collections)")
 			}
@@ -36,67 +36,60 @@ func collectionScope(access string) *need {
 	}
 }
 
-// collectionsList is GET /v1/restaurants/:restaurantId/collections: the
-// collections this key may read there, by name; empty when none.
-func (a *API) collectionsList(c *gin.Context) error {
-	p, restaurant := principal(c), c.Param("restaurantId")
+// collectionsList is GET /v1/restaurants/:restaurantId/collections (tool
+// list_collections): the collections this key may read there, by name;
+// empty when none.
+func (a *API) collectionsList(_ context.Context, r request) (List[wire.CollectionDescriptor], error) {
+	restaurant := r.params.path("restaurantId")
 	out := []wire.CollectionDescriptor{}
 	for _, col := range catalog.Collections {
-		if p.Can(restaurant, col.ReadScope()) {
+		if r.principal.Can(restaurant, col.ReadScope()) {
 			out = append(out, wire.CollectionDescriptor{Collection: col.Name, ReadScope: col.ReadScope(),
 				Description: col.Description, StateKind: wire.StateKind, PayloadVersion: 1})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Collection < out[j].Collection })
-	return respondList(c, out)
+	return List[wire.CollectionDescriptor]{Data: out}, nil
 }
 
-// recordsWalk is GET .../collections/:collection/records: one page of a
-// walk, full or changes, as walk.Walker decides from the cursor.
-func (a *API) recordsWalk(c *gin.Context) error {
-	limit, err := limitParam(c)
+// recordsWalk is GET .../collections/:collection/records (tool
+// walk_records): one page of a walk, full or changes, as walk.Walker
+// decides from the cursor.
+func (a *API) recordsWalk(ctx context.Context, r request) (wire.WalkPage, error) {
+	limit, err := limitParam(r)
 	if err != nil {
-		return err
+		return wire.WalkPage{}, err
 	}
-	cur, hasCursor, err := queryOnce(c, "cursor")
+	cur, hasCursor, err := r.params.query("cursor")
 	if err != nil {
-		return err
+		return wire.WalkPage{}, err
 	}
 	if hasCursor && cur == "" {
-		return walk.MalformedCursor()
+		return wire.WalkPage{}, walk.MalformedCursor()
 	}
-	page, err := a.walker.Page(c.Request.Context(), c.Param("restaurantId"), c.Param("collection"), limit, cur)
-	if err != nil {
-		return err
-	}
-	c.PureJSON(http.StatusOK, page)
-	return nil
+	return a.walker.Page(ctx, r.params.path("restaurantId"), r.params.path("collection"), limit, cur)
 }
 
-// recordKey is the record a request path names.
-func recordKey(c *gin.Context) store.RecordKey {
-	return store.RecordKey{RestaurantID: c.Param("restaurantId"), Collection: c.Param("collection"), RecordID: c.Param("recordId")}
+// recordKey is the record a request names.
+func recordKey(ps params) store.RecordKey {
+	return store.RecordKey{RestaurantID: ps.path("restaurantId"), Collection: ps.path("collection"), RecordID: ps.path("recordId")}
 }
 
-// recordGet is GET .../collections/:collection/records/:recordId: the
-// current state, a tombstone included (it is the only proof of deletion).
-func (a *API) recordGet(c *gin.Context) error {
-	k := recordKey(c)
+// recordGet is GET .../collections/:collection/records/:recordId (tool
+// get_record): the current state, a tombstone included (it is the only
+// proof of deletion).
+func (a *API) recordGet(ctx context.Context, r request) (wire.Envelope, error) {
+	k := recordKey(r.params)
 	if !ids.Valid(k.RecordID) {
-		return apperr.ErrNotFound
+		return wire.Envelope{}, apperr.ErrNotFound
 	}
-	e, err := a.store.RecordGet(c.Request.Context(), k)
-	if err != nil {
-		return err
-	}
-	c.PureJSON(http.StatusOK, e)
-	return nil
+	return a.store.RecordGet(ctx, k)
 }
 
 // recordPut is the snapshot ingest of spec 4.6:
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId.
 func (a *API) recordPut(c *gin.Context) error {
-	k, mutationID := recordKey(c), c.Param("mutationId")
+	k, mutationID := recordKey(restParams{c}), c.Param("mutationId")
 	restaurant, collection, recordID := k.RestaurantID, k.Collection, k.RecordID
 	for _, p := range [][2]string{{"recordId", recordID}, {"mutationId", mutationID}} {
 		if !ids.Valid(p[1]) {

@@ -31,19 +31,13 @@ func (a *API) handle(h handler) gin.HandlerFunc {
 
 // List is the {"data": [...]} envelope of list responses.
 type List[T any] struct {
-	Data []T `json:"data"`
+	Data []T `json:"data" jsonschema:"Every item; the list is complete (it has no pages)."`
 }
 
 // Data wraps a single resource in {"data": ...}, the shape of write
 // responses.
 type Data[T any] struct {
 	Data T `json:"data"`
-}
-
-// respondList answers a complete list.
-func respondList[T any](c *gin.Context, items []T) error {
-	c.PureJSON(http.StatusOK, List[T]{Data: items})
-	return nil
 }
 
 // respondWritten answers a write with the resource as stored, marked when
@@ -56,19 +50,18 @@ func respondWritten[T any](c *gin.Context, v T, replayed bool) error {
 	return nil
 }
 
-// respondPage answers one page of a list, sealing next (nil on the last
-// page) into the cursor of the following page; ttl 0 never expires.
-func respondPage[T any](a *API, c *gin.Context, kind string, bind []string, items []T, next any, ttl time.Duration) error {
+// sealPage is one page of a list, sealing next (nil on the last page)
+// into the cursor of the following page; ttl 0 never expires.
+func sealPage[T any](a *API, kind string, bind []string, items []T, next any, ttl time.Duration) (wire.Page[T], error) {
 	out := wire.Page[T]{Data: items}
 	if next != nil {
 		cur, err := a.cursors.Seal(kind, bind, next, ttl)
 		if err != nil {
-			return err
+			return wire.Page[T]{}, err
 		}
 		out.NextCursor = &cur
 	}
-	c.PureJSON(http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // pathEcho checks that a body member, when present as a string, repeats

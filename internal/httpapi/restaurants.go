@@ -1,16 +1,17 @@
 package httpapi
 
 import (
-	"github.com/gin-gonic/gin"
+	"context"
 
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-// restaurantsList is GET /v1/restaurants (spec 4.2): the grants of the key,
-// restaurants and scopes sorted. It needs no query: the principal holds them.
-func (a *API) restaurantsList(c *gin.Context) error {
-	return respondList(c, restaurantGrants(principal(c).Grants()))
+// restaurantsList is GET /v1/restaurants (spec 4.2; tool
+// list_restaurants): the grants of the key, restaurants and scopes sorted.
+// It needs no query: the principal holds them.
+func (a *API) restaurantsList(_ context.Context, r request) (List[wire.RestaurantGrant], error) {
+	return List[wire.RestaurantGrant]{Data: restaurantGrants(r.principal.Grants())}, nil
 }
 
 func restaurantGrants(grants []auth.Grant) []wire.RestaurantGrant {

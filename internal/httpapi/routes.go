@@ -29,8 +29,11 @@ type route struct {
 	Access access
 	// Need, for routes under /v1/restaurants/:restaurantId (and the ingest
 	// paths), names the scopes the request needs on that restaurant.
-	Need    *need
+	Need *need
+	// Handler serves the route; or Op, a read both faces offer (ops.go),
+	// which the route serves as its JSON body.
 	Handler handler
+	Op      operation
 	// Doc documents the route; method, path, security, rate limit and the
 	// failures implied by the fields above are filled in by op().
 	Doc openapi.Op
@@ -82,13 +85,13 @@ func (a *API) routes() []route {
 			Description: "Scripts, styles and icons of the documentation page at /docs.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
 
-		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Handler: a.restaurantsList, Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Op: op(a.restaurantsList), Doc: openapi.Op{
 			ID: "listRestaurants", Tag: "Restaurants", Summary: "Restaurants the key reaches",
 			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",
 			OK:          jsonBody("RestaurantList")}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveriesList, Doc: openapi.Op{
+			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveriesList), Doc: openapi.Op{
 				ID: "listDeliveries", Tag: "Deliveries", Summary: "Deliveries in a time window, newest first",
 				Description: "occurredAt within [from, to] (both inclusive, at most 366 days apart), ordered by occurredAt " +
 					"descending then id descending. Keyset pages: follow nextCursor with the same from, to and limit; it is null " +
@@ -96,7 +99,7 @@ func (a *API) routes() []route {
 					"deduplicate on id: devices upload late.",
 				Query: []string{"from", "to", "limit", "cursor"}, OK: jsonBody("DeliveryPage")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead), Handler: a.deliveryGet, Doc: openapi.Op{
+			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveryGet), Doc: openapi.Op{
 				ID: "getDelivery", Tag: "Deliveries", Summary: "One delivery",
 				Description: "An unknown delivery and an ungranted restaurant are the same 404.", OK: jsonBody("DeliveryRecord")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
@@ -106,7 +109,7 @@ func (a *API) routes() []route {
 					"different content for an existing id is 409. restaurantId may be omitted; id and restaurantId must equal the path.",
 				Body: &openapi.Body{Schema: "Delivery", Example: "DeliveryBody"}, OK: replayable("DeliveryResult"), Errors: deliveryWrites}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Handler: a.deliveryImagesList, Doc: openapi.Op{
+			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Op: op(a.deliveryImagesList), Doc: openapi.Op{
 				ID: "listDeliveryImages", Tag: "Deliveries", Summary: "Photographs of a delivery, with signed URLs",
 				Description: "By image id. Each url works for 15 minutes without any header; store the bytes, not the link, " +
 					"and call again for fresh URLs.", OK: jsonBody("FileList")}},
@@ -118,12 +121,12 @@ func (a *API) routes() []route {
 				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("FileResult"), Errors: deliveryWrites}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,
-			Need: scopes(), Handler: a.collectionsList, Doc: openapi.Op{
+			Need: scopes(), Op: op(a.collectionsList), Doc: openapi.Op{
 				ID: "listCollections", Tag: "Collections", Summary: "Collections the key may read",
 				Description: "Only collections whose read scope the key holds on the restaurant, by name; an empty list is valid.",
 				OK:          jsonBody("CollectionList")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.recordsWalk, Doc: openapi.Op{
+			Need: collectionScope("read"), Op: op(a.recordsWalk), Doc: openapi.Op{
 				ID: "walkRecords", Tag: "Collections", Summary: "Walk a collection (a snapshot)",
 				Description: "By sequence ascending. The first page pins the stream position; later pages answer as of it: " +
 					"records changed or deleted during the walk appear once as they stood, records created after it do not. " +
@@ -136,11 +139,11 @@ func (a *API) routes() []route {
 					"Failure order: no grant for the restaurant 404, unknown collection 400, missing scope 403.",
 				Query: []string{"limit", "cursor"}, OK: openapi.Response{Schema: "EnvelopePage", Example: "EnvelopePage"}}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.recordGet, Doc: openapi.Op{
+			Need: collectionScope("read"), Op: op(a.recordGet), Doc: openapi.Op{
 				ID: "getRecord", Tag: "Collections", Summary: "One record's current state",
 				Description: "Tombstones included: a deleted record answers its tombstone.", OK: jsonBody("Envelope")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId/assets", Access: accessPartner,
-			Need: collectionScope("read"), Handler: a.assetsList, Doc: openapi.Op{
+			Need: collectionScope("read"), Op: op(a.assetsList), Doc: openapi.Op{
 				ID: "listRecordAssets", Tag: "Files", Summary: "Verified files of a record, with signed URLs",
 				Description: "Only uploads completed and verified; a pending asset is absent and a deleted record's list is empty. " +
 					"Only cleaning-task-pictures, traceability-labels and drive-files carry files.", OK: jsonBody("FileList")}},
@@ -171,6 +174,26 @@ func (a *API) routes() []route {
 				"never beyond the key) and dies when the key is revoked or loses a grant the token carries.",
 			Body: &openapi.Body{Schema: "SessionRequest", Optional: true, Example: "SessionNarrow"},
 			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 404, 413}}},
+
+		{Method: "POST", Path: mcpPath, Access: accessPartner, Handler: a.mcpServe, Doc: openapi.Op{
+			ID: "mcp", Tag: "MCP", Summary: "Model Context Protocol endpoint for AI clients",
+			Description: "The data of this API for AI assistants, over the Model Context Protocol " +
+				"(https://modelcontextprotocol.io/specification), Streamable HTTP transport, stateless, JSON responses. " +
+				"Protocol revisions 2026-07-28 (no handshake) and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 " +
+				"(initialize, no Mcp-Session-Id). The body is a JSON-RPC 2.0 message; send `Accept: application/json, " +
+				"text/event-stream`. Keys, rate limit and audit trail are the REST API's: every POST counts against the " +
+				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
+				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
+				"REST operation of the same data, with its access rules, cursors and messages (default page 20, at most 100). " +
+				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors; transport errors " +
+				"are problems. Other methods than POST are 405.",
+			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
+			Body:    &openapi.Body{Schema: "JsonRpcRequest"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
+			Alt: []openapi.Alt{
+				{Status: 202, Description: "A notification (or a response to the server) was accepted; no body."},
+				{Status: 400, Description: "a JSON-RPC error (protocol 2026-07-28: unknown tool, invalid parameters, header mismatch).", Schema: "JsonRpcResponse"},
+				{Status: 404, Description: "a JSON-RPC error for an unknown method (protocol 2026-07-28).", Schema: "JsonRpcResponse"},
+			}}},
 	}
 }
 
@@ -217,5 +240,9 @@ func (a *API) chain(r route) []gin.HandlerFunc {
 	default:
 		hs = append(hs, a.strictQuery)
 	}
-	return append(hs, a.handle(r.Handler))
+	h := r.Handler
+	if h == nil {
+		h = a.serve(r.Op)
+	}
+	return append(hs, a.handle(h))
 }

@@ -95,6 +95,19 @@ type Op struct {
 	Extra []int
 	// Errors lists statuses beyond those every operation of its kind has.
 	Errors []int
+	// Alt lists answers beside the success response and the problems.
+	Alt []Alt
+}
+
+// Alt is a further answer of an operation: another success status, or a
+// body of another media type under a status that may also be a problem
+// (MCP answers JSON-RPC errors with 400 and 404).
+type Alt struct {
+	Status      int
+	Description string
+	// Schema is a component schema of an application/json body; empty for
+	// an answer without a body.
+	Schema string
 }
 
 var pathParam = regexp.MustCompile(`:([A-Za-z0-9]+)`)
@@ -182,6 +195,7 @@ func tags() openapi3.Tags {
 		{Name: "Ingest", Description: "Write paths of the mobile app and the provider."},
 		{Name: "Sessions", Description: "Mobile session exchange."},
 		{Name: "Documentation", Description: "This document and its rendering."},
+		{Name: "MCP", Description: "The Model Context Protocol endpoint: the same data, keys and rules for AI clients."},
 	}
 }
 
@@ -341,6 +355,12 @@ func parameters() openapi3.ParametersMap {
 			id("The mutation id.")),
 		"ReprDigest": param("header", "Repr-Digest", true, "SHA-256 of the body (RFC 9530): `sha-256=:<base64>:`. A mismatch stores nothing.",
 			stringSchema("", "Structured-field dictionary with a sha-256 byte sequence.")),
+		"McpProtocolVersion": param("header", "MCP-Protocol-Version", false, "The MCP protocol revision the client negotiated; absent on initialize.",
+			stringSchema("", "A revision date, e.g. 2025-11-25.")),
+		"McpMethod": param("header", "Mcp-Method", false, "The JSON-RPC method of the body (required by protocol 2026-07-28).",
+			stringSchema("", "JSON-RPC method.")),
+		"McpName": param("header", "Mcp-Name", false, "The tool name of a tools/call (required by protocol 2026-07-28).",
+			stringSchema("", "Tool name.")),
 		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters (and not holding a key or token); replaced by a generated id otherwise.",
 			stringSchema(`^[!-~]{1,200}$`, "Request id.")),
 	}
@@ -514,8 +534,37 @@ func addOp(doc *openapi3.T, op Op) error {
 	for _, s := range errorStatuses(op) {
 		o.Responses.Set(strconv.Itoa(s), &openapi3.ResponseRef{Ref: "#/components/responses/" + strconv.Itoa(s)})
 	}
+	for _, alt := range op.Alt {
+		addAlt(doc, o, op, alt)
+	}
 	item.SetOperation(op.Method, o)
 	return nil
+}
+
+// addAlt documents an alternative answer: under a problem's status, the
+// problem's response with one more media type; else a response of its own.
+func addAlt(doc *openapi3.T, o *openapi3.Operation, op Op, alt Alt) {
+	status := strconv.Itoa(alt.Status)
+	r := successResponse(Op{Summary: alt.Description, Limit: op.Limit})
+	if prev := o.Responses.Value(status); prev != nil && prev.Ref != "" {
+		shared := doc.Components.Responses[status].Value
+		desc := *shared.Description + " Or: " + alt.Description
+		r.Description = &desc
+		for name, h := range shared.Headers {
+			r.Headers[name] = h
+		}
+		r.Content = openapi3.Content{}
+		for mt, c := range shared.Content {
+			r.Content[mt] = c
+		}
+	}
+	if alt.Schema != "" {
+		if r.Content == nil {
+			r.Content = openapi3.Content{}
+		}
+		r.Content["application/json"] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + alt.Schema}}
+	}
+	o.Responses.Set(status, &openapi3.ResponseRef{Value: r})
 }
 
 func successResponse(op Op) *openapi3.Response {

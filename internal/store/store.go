@@ -46,6 +46,9 @@ func New(pool *pgxpool.Pool) *Store {
 // methods.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// PoolSize is the most connections the pool opens.
+func (s *Store) PoolSize() int { return int(s.pool.Config().MaxConns) }
+
 // Close releases every connection.
 func (s *Store) Close() { s.pool.Close() }
 

@@ -1,6 +1,8 @@
 // Package model holds the resources of the spec as they travel on the wire:
 // our own structs with the spec's JSON names, shared by the store (which
-// fills them from rows) and the HTTP layer (which serialises them).
+// fills them from rows) and the HTTP layer (which serialises them). The
+// jsonschema tags describe each field in the output schemas of the MCP
+// tools, which send these same structs.
 package wire
 
 import (
@@ -58,46 +60,46 @@ func ParseMillis(s string) (Millis, error) {
 
 // Supplier is embedded in a delivery.
 type Supplier struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+	ID   string `json:"id" jsonschema:"Supplier id."`
+	Name string `json:"name" jsonschema:"Supplier name."`
 }
 
 // TemperatureRecord is one measurement of a delivery check. Unit is kept
 // exactly as received.
 type TemperatureRecord struct {
-	Product   string      `json:"product"`
-	LotNumber string      `json:"lotNumber"`
-	Unit      string      `json:"unit"`
-	Value     json.Number `json:"value"`
+	Product   string      `json:"product" jsonschema:"Product measured."`
+	LotNumber string      `json:"lotNumber" jsonschema:"Lot number of the product."`
+	Unit      string      `json:"unit" jsonschema:"Unit of value, exactly as recorded."`
+	Value     json.Number `json:"value" jsonschema:"The temperature measured."`
 }
 
 // Delivery is spec 2.2.
 type Delivery struct {
-	ID                   string              `json:"id"`
-	RestaurantID         string              `json:"restaurantId"`
-	OccurredAt           Millis              `json:"occurredAt"`
-	IsCompliant          bool                `json:"isCompliant"`
-	Supplier             Supplier            `json:"supplier"`
-	TemperatureRecords   []TemperatureRecord `json:"temperatureRecords"`
-	NonComplianceReasons []string            `json:"nonComplianceReasons"`
-	CorrectiveActions    []string            `json:"correctiveActions"`
-	Commentary           *string             `json:"commentary"`
-	ImageCount           int64               `json:"imageCount"`
+	ID                   string              `json:"id" jsonschema:"Delivery id, unique within the restaurant."`
+	RestaurantID         string              `json:"restaurantId" jsonschema:"The restaurant that received the delivery."`
+	OccurredAt           Millis              `json:"occurredAt" jsonschema:"When the delivery was checked: epoch milliseconds as a string of digits; the list ordering key."`
+	IsCompliant          bool                `json:"isCompliant" jsonschema:"Whether the delivery was compliant."`
+	Supplier             Supplier            `json:"supplier" jsonschema:"Who delivered."`
+	TemperatureRecords   []TemperatureRecord `json:"temperatureRecords" jsonschema:"Measurements taken during the check."`
+	NonComplianceReasons []string            `json:"nonComplianceReasons" jsonschema:"Free-text reasons the delivery was not compliant."`
+	CorrectiveActions    []string            `json:"correctiveActions" jsonschema:"Free-text actions taken."`
+	Commentary           *string             `json:"commentary" jsonschema:"Note, or null."`
+	ImageCount           int64               `json:"imageCount" jsonschema:"Number of photographs taken during the check."`
 }
 
 // Page is a list page with its continuation.
 type Page[T any] struct {
-	Data       []T     `json:"data"`
-	NextCursor *string `json:"nextCursor"`
+	Data       []T     `json:"data" jsonschema:"The items of this page, possibly none."`
+	NextCursor *string `json:"nextCursor" jsonschema:"Pass it unchanged as cursor, with every other parameter unchanged, for the next page; null on the last page."`
 }
 
 // WalkPage is a page of a collection walk: a Page plus the changes cursor.
 // ChangesCursor is always present so that every page has one shape: a
 // token on the last page (NextCursor null), null on every other page.
 type WalkPage struct {
-	Data          []Envelope `json:"data"`
-	NextCursor    *string    `json:"nextCursor"`
-	ChangesCursor *string    `json:"changesCursor"`
+	Data          []Envelope `json:"data" jsonschema:"The records of this page, by sequence ascending, possibly none."`
+	NextCursor    *string    `json:"nextCursor" jsonschema:"Pass it unchanged as cursor, with every other parameter unchanged, for the next page of this walk; null on the last page."`
+	ChangesCursor *string    `json:"changesCursor" jsonschema:"On the last page only (null before): keep it with your copy, and walk from it later to get only what changed since; it never expires."`
 }
 
 // UnmarshalJSON reads the digit string with ParseMillis's rules.
@@ -127,39 +129,39 @@ func (s Sequence) MarshalJSON() ([]byte, error) { return Millis(s).MarshalJSON()
 // Envelope is a collection record as received (spec 2.3). Data is absent
 // on a tombstone.
 type Envelope struct {
-	ID             string          `json:"id"`
-	RestaurantID   string          `json:"restaurantId"`
-	Collection     string          `json:"collection"`
-	Data           json.RawMessage `json:"data,omitempty"`
-	Deleted        bool            `json:"deleted"`
-	CapturedAt     Millis          `json:"capturedAt"`
-	ReceivedAt     Millis          `json:"receivedAt"`
-	Sequence       Sequence        `json:"sequence"`
-	MutationID     string          `json:"mutationId"`
-	SourceVersion  *string         `json:"sourceVersion"`
-	PayloadVersion int32           `json:"payloadVersion"`
-	StateKind      string          `json:"stateKind"`
+	ID             string          `json:"id" jsonschema:"Record id, unique within the collection."`
+	RestaurantID   string          `json:"restaurantId" jsonschema:"The restaurant the record belongs to."`
+	Collection     string          `json:"collection" jsonschema:"Collection name."`
+	Data           json.RawMessage `json:"data,omitempty" jsonschema:"The record itself, shaped by its collection's schema; absent on a tombstone."`
+	Deleted        bool            `json:"deleted" jsonschema:"true: a tombstone, the record was deleted."`
+	CapturedAt     Millis          `json:"capturedAt" jsonschema:"When the device recorded the change: epoch milliseconds as a string of digits."`
+	ReceivedAt     Millis          `json:"receivedAt" jsonschema:"When the service received it: epoch milliseconds as a string of digits."`
+	Sequence       Sequence        `json:"sequence" jsonschema:"Position in the change stream, as a string of digits; compare only, a higher one is a newer state."`
+	MutationID     string          `json:"mutationId" jsonschema:"Identifier of the change that produced this state; the deduplication key for clients."`
+	SourceVersion  *string         `json:"sourceVersion" jsonschema:"Version stamp of the originating record, or null."`
+	PayloadVersion int32           `json:"payloadVersion" jsonschema:"Currently always 1."`
+	StateKind      string          `json:"stateKind" jsonschema:"Always received-shadow-snapshot."`
 }
 
 // CollectionDescriptor describes a readable collection (spec 2.4).
 type CollectionDescriptor struct {
-	Collection     string `json:"collection"`
-	ReadScope      string `json:"readScope"`
-	Description    string `json:"description"`
-	StateKind      string `json:"stateKind"`
-	PayloadVersion int    `json:"payloadVersion"`
+	Collection     string `json:"collection" jsonschema:"Collection name, as walk_records and the REST paths take it."`
+	ReadScope      string `json:"readScope" jsonschema:"The scope that opens it for reading."`
+	Description    string `json:"description" jsonschema:"What its records are."`
+	StateKind      string `json:"stateKind" jsonschema:"Always received-shadow-snapshot."`
+	PayloadVersion int    `json:"payloadVersion" jsonschema:"Currently always 1."`
 }
 
 // FileItem is an entry of the assets endpoint (spec 2.7) and of the
 // delivery images list: a verified file and a signed URL to fetch it.
 type FileItem struct {
-	ID           string `json:"id"`
-	ContentType  string `json:"contentType"`
-	ByteLength   int64  `json:"byteLength"`
-	SHA256       string `json:"sha256"`
-	UploadedAt   Millis `json:"uploadedAt"`
-	URL          string `json:"url"`
-	URLExpiresAt Millis `json:"urlExpiresAt"`
+	ID           string `json:"id" jsonschema:"Asset: its objectKey. Image: its image id."`
+	ContentType  string `json:"contentType" jsonschema:"Media type."`
+	ByteLength   int64  `json:"byteLength" jsonschema:"Size in bytes."`
+	SHA256       string `json:"sha256" jsonschema:"Digest of the bytes; equal digest, no need to download again."`
+	UploadedAt   Millis `json:"uploadedAt" jsonschema:"When the upload was verified: epoch milliseconds as a string of digits."`
+	URL          string `json:"url" jsonschema:"Signed download URL carrying its own authorisation; no header needed."`
+	URLExpiresAt Millis `json:"urlExpiresAt" jsonschema:"When url stops working (15 minutes): epoch milliseconds as a string of digits."`
 }
 
 // Session is the answer of POST /v1/mobile/sessions.
@@ -172,6 +174,6 @@ type Session struct {
 
 // RestaurantGrant is one entry of GET /v1/restaurants (spec 2.1).
 type RestaurantGrant struct {
-	RestaurantID string   `json:"restaurantId"`
-	Scopes       []string `json:"scopes"`
+	RestaurantID string   `json:"restaurantId" jsonschema:"Restaurant id, as every other tool and path takes it."`
+	Scopes       []string `json:"scopes" jsonschema:"The scopes the key holds there, sorted."`
 }

@@ -1,0 +1,286 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/version"
+)
+
+// POST /mcp is the Model Context Protocol face of the API (Streamable HTTP,
+// github.com/modelcontextprotocol/go-sdk): the route's middleware
+// authenticates, rate limits and audits it like any other request, and
+// every tool calls the operation of a REST route after that route's access
+// check (mcp_tools.go). The SDK runs stateless with JSON responses, so any
+// process answers any request and there is no session to keep.
+
+// mcpCall is what one POST /mcp carries into the SDK and brings back out:
+// who is calling, for the tools, and what was called, for the audit trail.
+// The SDK handles messages on its own goroutines, hence the lock.
+type mcpCall struct {
+	principal *auth.Principal
+	// groups are the tool groups the principal opens (toolGroupsOf).
+	groups    toolGroup
+	requestID string
+	baseURL   string
+
+	mu         sync.Mutex
+	method     string
+	tool       string
+	restaurant string
+	toolError  bool
+	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
+	rpcError bool
+	panicked bool
+}
+
+type mcpCallKey struct{}
+
+func callFrom(ctx context.Context) *mcpCall {
+	c, _ := ctx.Value(mcpCallKey{}).(*mcpCall)
+	return c
+}
+
+// outcome is the audit row's outcome of an MCP request: the JSON-RPC
+// method, the tool name for tools/call, and whether the tool failed.
+func (c *mcpCall) outcome() (outcome, restaurant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.method
+	if c.tool != "" {
+		o += " " + c.tool
+	}
+	switch {
+	case c.panicked:
+		o += " (panic)"
+	case c.toolError:
+		o += " (tool error)"
+	case c.rpcError:
+		o += " (protocol error)"
+	}
+	return storableText(o, 200), c.restaurant
+}
+
+// mcpServe is POST /mcp. Failures of the transport (a body that is not
+// JSON-RPC, a wrong Accept header, an unsupported protocol version, a body
+// over the limit) are problem documents like every other failure; JSON-RPC
+// errors and tool results are the SDK's answers.
+func (a *API) mcpServe(c *gin.Context) error {
+	if err := jsonContentType(c); err != nil {
+		return err
+	}
+	p := principal(c)
+	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
+	w := &sdkWriter{ResponseWriter: c.Writer}
+	a.mcpHandler.ServeHTTP(w, c.Request)
+	outcome, restaurant := call.outcome()
+	c.Set(ctxAuditOutcome, outcome)
+	c.Set(ctxLogMCP, outcome)
+	c.Set(ctxAuditRestaurant, restaurant)
+	switch {
+	case w.failed != 0:
+		return a.sdkFailure(w.failed, w.text.String())
+	case !c.Writer.Written() && c.Request.Context().Err() != nil:
+		c.AbortWithStatus(statusClientClosedRequest)
+	}
+	return nil
+}
+
+// sdkWriter holds back the SDK's plain-text error answers (http.Error) so
+// that mcpServe can answer a problem document instead. JSON-RPC answers
+// (application/json) go through untouched.
+type sdkWriter struct {
+	gin.ResponseWriter
+	failed int
+	text   bytes.Buffer
+}
+
+func (w *sdkWriter) WriteHeader(code int) {
+	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.failed = code
+		h := w.Header()
+		h.Del("Content-Type")
+		h.Del("X-Content-Type-Options")
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sdkWriter) Write(b []byte) (int, error) {
+	if w.failed != 0 {
+		if w.text.Len() < 1024 {
+			w.text.Write(b)
+		}
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets the SDK reach the connection (http.ResponseController).
+func (w *sdkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sdkFailure is the problem for an error the SDK answered in plain text.
+// Its texts name what is wrong with the request and echo nothing secret.
+func (a *API) sdkFailure(status int, text string) error {
+	text = strings.TrimSpace(text)
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		return apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+	case status < 500:
+		return apperr.New(apperr.Invalid, "MCP transport: %s.", strings.TrimSuffix(storableText(text, 300), "."))
+	default:
+		return fmt.Errorf("mcp transport answered %d: %s", status, text)
+	}
+}
+
+// mcpDefaultLimit is the page size of MCP tools when the caller gives
+// none: smaller than REST's, since every record lands in a model's
+// context. The largest is REST's (wire.MaxLimit).
+const mcpDefaultLimit = 20
+
+// mcpInstructions is sent to clients on initialize: what a model should
+// know before it calls any tool.
+const mcpInstructions = "Food-safety records of restaurants (deliveries, temperatures, cleaning, cooling, traceability...) " +
+	"as the partner API serves them, limited to what this API key may read. Start with list_restaurants, then " +
+	"list_collections for a restaurant. Timestamps are epoch milliseconds as strings of digits (text output adds the " +
+	"UTC date in brackets). Lists come in pages: pass a result's nextCursor as cursor, with every other argument " +
+	"unchanged, until nextCursor is null. " + emptyCaveat
+
+// emptyCaveat is spec 1's warning, repeated wherever a model reads a list.
+const emptyCaveat = "An empty result or a missing record does not prove that nothing happened: only records captured " +
+	"after the restaurant was enabled are held, and a device may not have uploaded yet; a count is not a compliance figure."
+
+// newMCPHandler builds the SDK's HTTP handler. getServer runs twice per
+// POST, so it must be cheap: it picks one of at most 2^groups servers,
+// built once each (mcpServerFor).
+func (a *API) newMCPHandler() http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		call := callFrom(r.Context())
+		if call == nil {
+			return nil // not behind mcpServe; the SDK answers 400
+		}
+		return a.mcpServerFor(call.groups)
+	}, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		// The DNS-rebinding guard refuses loopback connections whose Host is
+		// not loopback: every request behind a reverse proxy on the same
+		// host. It protects cookie-less local servers; this one requires a
+		// bearer key on every request.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        a.cfg.MaxBodyBytes,
+		Logger:                     a.sdkLog(),
+	})
+}
+
+// mcpServerFor returns the server exposing the tools of the given groups.
+// A server holds nothing about any key (tools read the caller from the
+// request context), so one per set of visible tools is shared by all keys.
+func (a *API) mcpServerFor(groups toolGroup) *mcp.Server {
+	if s, ok := a.mcpServers.Load(groups); ok {
+		return s.(*mcp.Server)
+	}
+	s, _ := a.mcpServers.LoadOrStore(groups, a.newMCPServer(groups))
+	return s.(*mcp.Server)
+}
+
+func (a *API) newMCPServer(groups toolGroup) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "foodsafe", Title: "foodsafe partner API", Version: version.Version},
+		&mcp.ServerOptions{
+			Instructions: mcpInstructions,
+			Logger:       a.sdkLog(),
+			// No logging capability; tools never change while a server lives
+			// (a key whose grants change is served by another server).
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			// The tool list depends on the key: never cache it across users.
+			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+		})
+	s.AddReceivingMiddleware(a.observe)
+	for _, t := range a.mcpTools {
+		if groups&t.group == t.group {
+			s.AddTool(t.tool, a.toolHandler(t))
+		}
+	}
+	return s
+}
+
+// observe notes each JSON-RPC method (and tool) for the audit trail, and
+// turns a panic outside a tool (tools recover their own) into a JSON-RPC
+// internal error: the SDK's goroutines are beyond gin's recoverer.
+func (a *API) observe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		call := callFrom(ctx)
+		defer func() {
+			if rec := recover(); rec != nil {
+				a.logPanic(ctx, call, method, rec)
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: internalDetail}
+			}
+		}()
+		if call != nil {
+			call.mu.Lock()
+			call.method = storableText(method, 60)
+			if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil {
+				call.tool = storableText(ct.Params.Name, 100)
+			}
+			call.mu.Unlock()
+		}
+		res, err = next(ctx, method, req)
+		if err != nil && call != nil {
+			call.mu.Lock()
+			call.rpcError = true
+			call.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+func (a *API) logPanic(ctx context.Context, call *mcpCall, method string, rec any) {
+	attrs := []slog.Attr{slog.String("route", mcpPath), slog.String("method", method), slog.String("panic", fmt.Sprint(rec)),
+		slog.String("stack", stack())}
+	if call != nil {
+		attrs = append(attrs, slog.String("request_id", call.requestID))
+		call.mu.Lock()
+		call.panicked = true
+		call.mu.Unlock()
+	}
+	a.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "panic", attrs...)
+}
+
+// mcpPath is the route of the MCP endpoint.
+const mcpPath = "/mcp"
+
+// sdkLog is the SDK's logger: warnings and errors only (it logs every
+// throwaway session at info), marked as the SDK's.
+func (a *API) sdkLog() *slog.Logger {
+	return slog.New(minLevel{a.log.Handler(), slog.LevelWarn}).With(slog.String("component", "mcp-sdk"))
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}

@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// Every argument and every output field of every tool is described, and
+// every tool is the face of a partner read of the route table.
+func TestMCPSchemasDescribeEveryField(t *testing.T) {
+	tools, err := buildTools((&API{}).routes())
+	require.NoError(t, err)
+	require.Len(t, tools, 8)
+	for _, tl := range tools {
+		require.NotEmpty(t, tl.description, tl.name)
+		require.Contains(t, tl.description, "does not prove that nothing happened", tl.name)
+		require.True(t, tl.tool.Annotations.ReadOnlyHint, tl.name)
+		for kind, s := range map[string]*jsonschema.Schema{"input": tl.tool.InputSchema.(*jsonschema.Schema),
+			"output": tl.tool.OutputSchema.(*jsonschema.Schema)} {
+			require.Equal(t, "object", s.Type, "%s %s", tl.name, kind)
+			requireDescribed(t, tl.name+" "+kind, s)
+		}
+		out := tl.tool.OutputSchema.(*jsonschema.Schema)
+		if _, paged := out.Properties["nextCursor"]; paged {
+			require.Contains(t, tl.description, "cursor set to nextCursor", "%s says how to page", tl.name)
+		} else {
+			require.Contains(t, tl.description, "no pages", "%s says it has no pages", tl.name)
+		}
+	}
+}
+
+func requireDescribed(t *testing.T, where string, s *jsonschema.Schema) {
+	t.Helper()
+	for name, p := range s.Properties {
+		require.NotEmpty(t, p.Description, "%s: property %s has no description", where, name)
+		requireDescribed(t, where+"."+name, p)
+	}
+	if s.Items != nil {
+		requireDescribed(t, where+"[]", s.Items)
+	}
+}
+
+// logBuffer collects log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A panic inside a tool runs on the SDK's goroutine, beyond gin's
+// recoverer: it becomes a tool error naming the request id, the stack is
+// logged, and the server goes on answering.
+func TestMCPToolPanicIsAToolError(t *testing.T) {
+	logs := &logBuffer{}
+	a := &API{cfg: config.Config{MaxBodyBytes: 1 << 20}, log: slog.New(slog.NewJSONHandler(logs, nil))}
+	explode := mcpTool{name: "explode", title: "Explodes", args: reflect.TypeFor[noArgs](), description: "Panics.",
+		op: op(func(context.Context, request) (List[wire.RestaurantGrant], error) { panic("boom") })}
+	fine := mcpTool{name: "fine", title: "Answers", args: reflect.TypeFor[noArgs](), description: "Answers.", op: op(a.restaurantsList)}
+	for _, tl := range []*mcpTool{&explode, &fine} {
+		require.NoError(t, tl.define())
+	}
+	a.mcpTools = []mcpTool{explode, fine}
+	a.mcpHandler = a.newMCPHandler()
+	p := auth.NewPrincipal(1, "k1", []auth.Grant{{RestaurantID: "r1", Scopes: []string{"areas:read"}}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: "req-1", baseURL: "http://x"}
+		a.mcpHandler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpCallKey{}, call)))
+	}))
+	defer srv.Close()
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "explode"})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Equal(t, internalDetail+" (requestId req-1)", res.Content[0].(*mcp.TextContent).Text)
+	require.Contains(t, logs.String(), `"msg":"panic"`)
+	require.Contains(t, logs.String(), `"panic":"boom"`)
+	require.Contains(t, logs.String(), `"request_id":"req-1"`)
+	require.Contains(t, logs.String(), "goroutine", "the stack is logged")
+
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fine"})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "the server goes on")
+}

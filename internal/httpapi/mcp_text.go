@@ -1,0 +1,118 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// renderText is the text content of a tool result: a short reading of the
+// structured output for clients and models that only see text. Timestamps
+// stay the epoch-millisecond strings of the structured output, followed by
+// the UTC date in brackets.
+func renderText(tool string, out any) string {
+	var b strings.Builder
+	switch v := out.(type) {
+	case List[wire.RestaurantGrant]:
+		fmt.Fprintf(&b, "%s this key reaches:", count(len(v.Data), "restaurant"))
+		for _, g := range v.Data {
+			fmt.Fprintf(&b, "\n- %s: %s", g.RestaurantID, strings.Join(g.Scopes, ", "))
+		}
+	case List[wire.CollectionDescriptor]:
+		fmt.Fprintf(&b, "%s this key may read here:", count(len(v.Data), "collection"))
+		for _, c := range v.Data {
+			fmt.Fprintf(&b, "\n- %s: %s", c.Collection, c.Description)
+		}
+	case wire.WalkPage:
+		fmt.Fprintf(&b, "%s, by sequence:", count(len(v.Data), "record"))
+		for _, e := range v.Data {
+			b.WriteString("\n- ")
+			writeEnvelope(&b, e)
+		}
+		writeNext(&b, tool, v.NextCursor)
+		if v.ChangesCursor != nil {
+			fmt.Fprintf(&b, "\nTo get only what changes from now on, call %s later with cursor %q (it never expires).", tool, *v.ChangesCursor)
+		}
+	case wire.Envelope:
+		writeEnvelope(&b, v)
+	case wire.Page[wire.Delivery]:
+		fmt.Fprintf(&b, "%s, newest first:", count(len(v.Data), "delivery"))
+		for _, d := range v.Data {
+			b.WriteString("\n- ")
+			writeDelivery(&b, d)
+		}
+		writeNext(&b, tool, v.NextCursor)
+	case wire.Delivery:
+		writeDelivery(&b, v)
+	case List[wire.FileItem]:
+		fmt.Fprintf(&b, "%s:", count(len(v.Data), "file"))
+		for _, f := range v.Data {
+			fmt.Fprintf(&b, "\n- %s: %s, %d bytes, uploaded %s; download %s (until %s)",
+				f.ID, f.ContentType, f.ByteLength, stamp(f.UploadedAt), f.URL, stamp(f.URLExpiresAt))
+		}
+	default:
+		// An output this function does not know yet: its JSON says it all.
+		j, _ := json.Marshal(out)
+		b.Write(j)
+	}
+	return b.String()
+}
+
+func writeEnvelope(b *strings.Builder, e wire.Envelope) {
+	fmt.Fprintf(b, "%s/%s (sequence %s, captured %s)", e.Collection, e.ID, strconv.FormatInt(int64(e.Sequence), 10), stamp(e.CapturedAt))
+	if e.Deleted {
+		b.WriteString(": deleted (tombstone)")
+		return
+	}
+	fmt.Fprintf(b, ": %s", e.Data)
+}
+
+func writeDelivery(b *strings.Builder, d wire.Delivery) {
+	fmt.Fprintf(b, "%s at %s from %s (%s): ", d.ID, stamp(d.OccurredAt), d.Supplier.Name, d.Supplier.ID)
+	if d.IsCompliant {
+		b.WriteString("compliant")
+	} else {
+		b.WriteString("NOT compliant")
+	}
+	if len(d.NonComplianceReasons) > 0 {
+		fmt.Fprintf(b, "; reasons: %s", strings.Join(d.NonComplianceReasons, "; "))
+	}
+	if len(d.CorrectiveActions) > 0 {
+		fmt.Fprintf(b, "; actions: %s", strings.Join(d.CorrectiveActions, "; "))
+	}
+	for _, t := range d.TemperatureRecords {
+		fmt.Fprintf(b, "; %s (lot %s) %s %s", t.Product, t.LotNumber, t.Value, t.Unit)
+	}
+	if d.Commentary != nil {
+		fmt.Fprintf(b, "; note: %s", *d.Commentary)
+	}
+	fmt.Fprintf(b, "; %s", count(int(d.ImageCount), "photograph"))
+}
+
+// writeNext says how to go on: the paging rule, in the text too.
+func writeNext(b *strings.Builder, tool string, next *string) {
+	if next == nil {
+		b.WriteString("\nLast page (nextCursor is null).")
+		return
+	}
+	fmt.Fprintf(b, "\nMore: call %s again with the same arguments and cursor %q.", tool, *next)
+}
+
+// stamp is an epoch-millisecond timestamp as sent, with its UTC date.
+func stamp(ms wire.Millis) string {
+	return fmt.Sprintf("%d [%s]", int64(ms), time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z"))
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return strconv.Itoa(n) + " " + strings.TrimSuffix(noun, "y") + "ies"
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
