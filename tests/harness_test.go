@@ -58,6 +58,10 @@ type app struct {
 	logs *logBuffer
 	// extraRoutes are paths a test registered itself: not in the contract.
 	extraRoutes []string
+	// ops serves the operator endpoints (/metrics, pprof) on a listener of
+	// their own, started on first use (see scrape).
+	opsOnce sync.Once
+	ops     *httptest.Server
 }
 
 // store is the instance's store, for arranging data and checking effects.
@@ -133,6 +137,9 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	}
 	a.srv = httptest.NewServer(svc.Engine)
 	t.Cleanup(func() {
+		if a.ops != nil {
+			a.ops.Close()
+		}
 		a.srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -33,6 +34,8 @@ type Deps struct {
 	Schemas *validate.Set
 	Cursors *cursor.Codec
 	Blobs   *blob.FS
+	// Metrics is the instrumentation; nil turns it off.
+	Metrics *metrics.Metrics
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -47,6 +50,7 @@ type API struct {
 	schemas *validate.Set
 	cursors *cursor.Codec
 	blobs   *blob.FS
+	metrics *metrics.Metrics
 	now     func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
@@ -57,7 +61,7 @@ type API struct {
 // stops the start-up.
 func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
-		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now}
+		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, metrics: d.Metrics, now: d.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -80,8 +84,11 @@ func New(d Deps) (*gin.Engine, error) {
 	// deployment decision this service does not make for the operator.
 	_ = e.SetTrustedProxies(nil)
 
-	// Order matters: the access log and the audit trail wrap the recoverer
-	// so they see the 500 a panic becomes.
+	// Order matters: the instrumentation, the access log and the audit
+	// trail wrap the recoverer so they see the 500 a panic becomes.
+	if a.metrics != nil {
+		e.Use(a.instrument)
+	}
 	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.strictQuery)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -57,7 +58,11 @@ func (a *API) deliveriesList(c *gin.Context) error {
 		last := page[len(page)-1]
 		next = store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}
 	}
-	return respondPage(a, c, cursorDeliveries, bind, page, next, 0)
+	if err := respondPage(a, c, cursorDeliveries, bind, page, next, 0); err != nil {
+		return err
+	}
+	a.metrics.WalkPage(metrics.WalkDeliveries, !hasCursor, len(page))
+	return nil
 }
 
 // deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -71,14 +72,18 @@ func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (
 	if err != nil || !ok {
 		return false, err
 	}
-	switch err := a.cursors.Open(v, kind, bind, pos); {
+	err = a.cursors.Open(v, kind, bind, pos)
+	switch walk := cursorWalks[kind]; {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, cursor.ErrMismatch):
+		a.metrics.CursorRefused(walk, metrics.CursorMismatch)
 		return false, apperr.Param("cursor", "was issued for other parameters; keep the restaurant, %s and limit identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
 	case errors.Is(err, cursor.ErrExpired):
+		a.metrics.CursorRefused(walk, metrics.CursorExpired)
 		return false, apperr.Param("cursor", "has expired; start a new walk without a cursor")
 	default:
+		a.metrics.CursorRefused(walk, metrics.CursorMalformed)
 		return false, apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor unchanged, or start a new walk without a cursor")
 	}
 }
@@ -86,6 +91,12 @@ func (a *API) cursorParam(c *gin.Context, kind string, bind []string, pos any) (
 var cursorBindingWords = map[string]string{
 	cursorDeliveries: "from, to",
 	cursorRecords:    "collection",
+}
+
+// cursorWalks labels the walk metrics of each cursor kind.
+var cursorWalks = map[string]metrics.Walk{
+	cursorDeliveries: metrics.WalkDeliveries,
+	cursorRecords:    metrics.WalkRecords,
 }
 
 // Cursor kinds keep a delivery cursor from opening a walk and vice versa.

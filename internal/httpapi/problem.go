@@ -36,12 +36,12 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	detail := e.Detail
 	switch {
 	case kind.Code == apperr.Internal:
-		a.log.ErrorContext(c.Request.Context(), "internal error",
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.LogAttrs(c.Request.Context(), slog.LevelError, "internal error",
+			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		detail = internalDetail
 	case kind.Status >= 500:
-		a.log.WarnContext(c.Request.Context(), string(kind.Code),
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.LogAttrs(c.Request.Context(), slog.LevelWarn, string(kind.Code),
+			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 	}
 	return Problem{
 		Type:      a.baseURL(c) + "/problems/" + string(kind.Code),
@@ -66,8 +66,8 @@ const statusClientClosedRequest = 499
 // consequence, not a fault: it is recorded as 499, not as an internal error.
 func (a *API) fail(c *gin.Context, err error) {
 	if c.Request.Context().Err() != nil {
-		a.log.InfoContext(context.WithoutCancel(c.Request.Context()), "client closed request",
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.LogAttrs(context.WithoutCancel(c.Request.Context()), slog.LevelInfo, "client closed request",
+			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		c.AbortWithStatus(statusClientClosedRequest)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -77,7 +78,11 @@ func (a *API) recordsWalk(c *gin.Context) error {
 	if next != nil {
 		nextPos = next
 	}
-	return respondPage(a, c, cursorRecords, bind, page, nextPos, a.cfg.CursorTTL)
+	if err := respondPage(a, c, cursorRecords, bind, page, nextPos, a.cfg.CursorTTL); err != nil {
+		return err
+	}
+	a.metrics.WalkPage(metrics.WalkRecords, !hasCursor, len(page))
+	return nil
 }
 
 // recordKey is the record a request path names.
