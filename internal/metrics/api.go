@@ -30,14 +30,14 @@ const (
 // authOutcomes are the outcomes each credential kind can have; they are
 // created at zero so rate() and alerts see them before the first event.
 var authOutcomes = map[Credential][]string{
-	CredentialNone:    {"missing", "malformed"},
+	CredentialNone:    {"missing", "malformed", AuthError},
 	CredentialKey:     {AuthOK, "unknown", "revoked", "expired", "no-grants", AuthError},
 	CredentialSession: {AuthOK, "unknown", "revoked", "expired", "no-grants", "grants-changed", AuthError},
 }
 
 type authFamilies struct {
-	vec   *prometheus.CounterVec
-	cache *series[authKey, prometheus.Counter]
+	// known holds every valid pair; read-only after init, so no lock.
+	known map[authKey]prometheus.Counter
 }
 
 type authKey struct {
@@ -46,35 +46,30 @@ type authKey struct {
 }
 
 func (f *authFamilies) init(reg *prometheus.Registry) {
-	f.vec = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	vec := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "authentications_total",
 		Help: "Authentications of partner requests, by credential kind (none, key, session) and outcome (ok, the refusal reason, or error).",
 	}, []string{"credential", "outcome"}))
-	f.cache = newSeries(func(k authKey) prometheus.Counter {
-		return f.vec.WithLabelValues(string(k.credential), k.outcome)
-	})
+	f.known = map[authKey]prometheus.Counter{}
 	for c, outcomes := range authOutcomes {
 		for _, o := range outcomes {
-			f.cache.get(authKey{c, o})
+			f.known[authKey{c, o}] = vec.WithLabelValues(string(c), o)
 		}
 	}
 }
 
 // Authentication records the outcome of one authentication. The outcome
 // must be AuthOK, AuthError or an auth.Reason; anything else is counted as
-// AuthError rather than becoming a new series.
+// none/error rather than becoming a new series.
 func (m *Metrics) Authentication(c Credential, outcome string) {
 	if m == nil {
 		return
 	}
-	known := false
-	for _, o := range authOutcomes[c] {
-		known = known || o == outcome
+	counter, ok := m.auth.known[authKey{c, outcome}]
+	if !ok {
+		counter = m.auth.known[authKey{CredentialNone, AuthError}]
 	}
-	if !known {
-		c, outcome = CredentialNone, AuthError
-	}
-	m.auth.cache.get(authKey{c, outcome}).Inc()
+	counter.Inc()
 }
 
 // Bucket is what a rate-limit budget is counted against.
