@@ -104,7 +104,7 @@ for s in "${scenarios[@]}"; do
   # Warm both servers (connections, prepared statements, caches), untimed.
   for u in "$ON" "$OFF"; do
     w=$(wrk -t2 -c"$CONNECTIONS" -d2s -H "Authorization: Bearer $KEY" "$u$path" | awk '/ requests in / {print $1}')
-    [ "$u" = "$ON" ] && warm_on=$(( warm_on + w ))
+    if [ "$u" = "$ON" ]; then warm_on=$(( warm_on + w )); runs_on=$(( runs_on + 1 )); fi
   done
   for r in $(seq 1 "$ROUNDS"); do
     if [ $(( r % 2 )) -eq 1 ]; then
@@ -123,7 +123,7 @@ for s in "${scenarios[@]}"; do
   prof=$!
   wrk -t2 -c"$CONNECTIONS" -d"$(( PROFILE + 1 ))s" -H "Authorization: Bearer $KEY" "$ON$path" | awk '/ requests in / {print $1}' >"$work/prof.n"
   wait "$prof"
-  warm_on=$(( warm_on + $(cat "$work/prof.n") ))
+  warm_on=$(( warm_on + $(cat "$work/prof.n") )); runs_on=$(( runs_on + 1 ))
   share=$(go tool pprof -top -focus='foodsafe/internal/metrics\.' "$BIN" "$work/cpu.prof" 2>/dev/null |
     sed -nE 's/^Showing nodes accounting for [^,]+, ([0-9.]+%) of .*/\1/p')
   awk -v name="$name" -v share="${share:-0%}" '
@@ -141,7 +141,7 @@ curl -fsS "$OPS/metrics" >.data/load-metrics.txt
 served=$(awk '/^foodsafe_http_requests_total\{/ && /route="\/v1\// {s+=$NF} END {printf "%d", s}' .data/load-metrics.txt)
 echo
 echo "metrics-on server: wrk completed $total_on requests (+$warm_on warming up and profiling); foodsafe_http_requests_total counts $served on /v1 routes"
-echo "(the server may count up to $(( CONNECTIONS * runs_on )) more: $CONNECTIONS per run, requests wrk cut off when its time ran out)"
+echo "(the server may count up to $(( CONNECTIONS * runs_on )) more: $CONNECTIONS per wrk run, requests cut off when its time ran out)"
 echo "scrape kept in .data/load-metrics.txt: $(grep -c '^# TYPE' .data/load-metrics.txt) families"
 grep -E '^foodsafe_(audit_events_(written|dropped)_total|audit_buffered_events|ratelimit_backend|db_pool_(max|total)_connections|db_pool_empty_acquires_total) ' .data/load-metrics.txt || true
 grep -E '^foodsafe_(authentications_total\{credential="key",outcome="ok"\}|walk_pages_total\{page="first",walk="(records|deliveries)"\}|audit_events_dropped_total)' .data/load-metrics.txt || true
