@@ -55,9 +55,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/wire
 
-## load: a load run on loopback against `make run` (start it with
-## FOODSAFE_RATE_LIMIT=1000000000); needs wrk.
-load:
+## load: wrk on loopback against two servers started on the `make run`
+## database, metrics on and off, in turn (DURATION per run, default 10s);
+## prints req/s and p99 of each and checks the metrics against wrk. Needs wrk.
+load: build
 	tests/load/load.sh
 
 ## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.

@@ -203,7 +203,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- svc.Serve(ctx, ln) }()
+	go func() { served <- svc.Serve(ctx, ln, nil) }()
 
 	type result struct {
 		body string

@@ -63,6 +63,10 @@ type app struct {
 	// remote, when set, is the base URL of a `foodsafe serve` process the
 	// requests go to instead of srv (the same database): see replica.
 	remote string
+	// ops serves the operator endpoints (/metrics, pprof) on a listener of
+	// their own, started on first use (see scrape).
+	opsOnce sync.Once
+	ops     *httptest.Server
 }
 
 // store is the instance's store, for arranging data and checking effects.
@@ -143,6 +147,9 @@ func newApp(t testing.TB, opts ...appOption) *app {
 	}
 	a.srv = httptest.NewServer(svc.Engine)
 	t.Cleanup(func() {
+		if a.ops != nil {
+			a.ops.Close()
+		}
 		a.srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -27,7 +27,7 @@ func servedApp(t *testing.T) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- svc.Serve(ctx, ln) }()
+	go func() { served <- svc.Serve(ctx, ln, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {

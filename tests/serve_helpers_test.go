@@ -30,7 +30,7 @@ type serveProc struct {
 func startServe(t testing.TB, env ...string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(foodsafeBinary(t), "serve")
-	cmd.Env = append(os.Environ(), append([]string{"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_LOG_LEVEL=info"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_METRICS_ADDR=127.0.0.1:0", "FOODSAFE_LOG_LEVEL=info"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -44,8 +44,9 @@ func startServe(t testing.TB, env ...string) *serveProc {
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = p.logs.Write([]byte(line + "\n"))
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
+			var l struct{ Msg, Addr, Listener string }
+			// The API's line, not the operator listener's (listener=metrics).
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Listener == "" {
 				listening <- l.Addr
 			}
 		}
@@ -99,7 +100,7 @@ func (p *serveProc) peakRSS(t testing.TB) int64 {
 func runServe(t testing.TB, env ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(foodsafeBinary(t), "serve")
-	cmd.Env = append(os.Environ(), append([]string{"FOODSAFE_ADDR=127.0.0.1:0"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_METRICS_ADDR=127.0.0.1:0"}, env...)...)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "serve must fail: %v\n%s", err, out)
@@ -109,7 +110,5 @@ func runServe(t testing.TB, env ...string) (int, string) {
 // replica is a view of a on another server process: the same helpers,
 // requests sent to p.
 func (a *app) replica(p *serveProc) *app {
-	r := *a
-	r.remote = p.URL
-	return &r
+	return &app{t: a.t, cfg: a.cfg, svc: a.svc, srv: a.srv, logs: a.logs, extraRoutes: a.extraRoutes, remote: p.URL}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 
 	"github.com/spf13/cobra"
@@ -24,7 +25,8 @@ func serveCmd() *cobra.Command {
 			}
 			log.Info("starting", "version", version.Version, "commit", version.Commit,
 				"database", store.RedactURL(cfg.DatabaseURL), "rate_limit_per_minute", cfg.RateLimit,
-				"rate_limit_shared", cfg.RedisURL != "", "file_store", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}))
+				"rate_limit_shared", cfg.RedisURL != "", "file_store", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}),
+				"metrics_addr", cfg.MetricsAddr)
 			a, err := app.New(ctx, cfg, log, app.Options{})
 			if err != nil {
 				return err
@@ -34,7 +36,17 @@ func serveCmd() *cobra.Command {
 				a.Store.Close()
 				return err
 			}
-			return a.Serve(ctx, ln)
+			// The operator listener (/metrics, /debug/pprof/) exists only
+			// when FOODSAFE_METRICS_ADDR is not empty.
+			var opsLn net.Listener
+			if cfg.MetricsAddr != "" {
+				if opsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+					_ = ln.Close()
+					a.Store.Close()
+					return fmt.Errorf("FOODSAFE_METRICS_ADDR: %w", err)
+				}
+			}
+			return a.Serve(ctx, ln, opsLn)
 		},
 	}
 }

@@ -1,5 +1,6 @@
-// Package app assembles the service from a Config: pool, rate limiter,
-// audit writer and HTTP engine, and takes them down in the right order. The
+// Package app assembles the service from a Config: metrics, pool, rate
+// limiter, audit writer and HTTP engine, and takes them down in the right
+// order. The
 // serve command and the tests build the service through it, so tests run
 // exactly what production runs.
 package app
@@ -11,6 +12,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,6 +24,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/redact"
 	"github.com/foodsafe/foodsafe/internal/server"
@@ -34,6 +39,9 @@ type App struct {
 	Engine  *gin.Engine
 	Audit   *audit.Writer
 	Limiter *ratelimit.Limiter
+	// Metrics is this instance's own registry; nil when metrics are off
+	// (FOODSAFE_METRICS_ADDR="").
+	Metrics *metrics.Metrics
 	log     *slog.Logger
 }
 
@@ -58,16 +66,22 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 			}
 		}
 	}()
+	var m *metrics.Metrics
+	if cfg.MetricsAddr != "" {
+		m = metrics.New()
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, st.Close)
-	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log)
+	m.WatchPool(st.Pool().Stat)
+	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log, m)
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = lim.Close() })
+	m.WatchRateLimiter(lim.Backend)
 	schemas, err := validate.Load()
 	if err != nil {
 		return nil, err
@@ -82,14 +96,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
+		Metrics: m,
 	})
 	undo = append(undo, func() { _ = aw.Close(context.WithoutCancel(ctx)) })
+	m.WatchAuditBuffer(aw.Buffered)
 	e, err := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
-		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Now: o.Now})
+		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Metrics: m, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, log: log}, nil
+	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Metrics: m, log: log}, nil
 }
 
 // openBlobs opens the configured file store; only the filesystem store
@@ -142,9 +158,34 @@ func (a *App) Close(ctx context.Context) error {
 	return err
 }
 
-// Serve answers on ln until ctx ends, drains, then closes the app.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+// Serve answers the API on ln and, when metricsLn is not nil, the operator
+// endpoints (OpsHandler) on metricsLn, until ctx ends; then it drains both
+// and closes the app.
+func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 	c := a.Config
+	// The operator listener stops with the API, whatever stops the API.
+	opsCtx, stopOps := context.WithCancel(ctx)
+	defer stopOps()
+	var wg sync.WaitGroup
+	var opsErr error
+	if metricsLn != nil {
+		wg.Go(func() {
+			opsErr = server.Serve(opsCtx, metricsLn, a.OpsHandler(), server.Options{
+				ReadHeaderTimeout: c.ReadHeaderTimeout,
+				ReadTimeout:       c.ReadTimeout,
+				// A CPU profile or execution trace streams for as many
+				// seconds as asked (pprof refuses more than this).
+				WriteTimeout:    opsWriteTimeout,
+				IdleTimeout:     c.IdleTimeout,
+				ShutdownTimeout: c.ShutdownTimeout,
+			}, a.log.With("listener", "metrics"))
+			if opsErr != nil {
+				// The API keeps serving: losing the metrics is not a
+				// reason to refuse partners.
+				a.log.Error("metrics listener failed", "error", opsErr)
+			}
+		})
+	}
 	err := server.Serve(ctx, ln, a.Engine, server.Options{
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
@@ -153,7 +194,30 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ShutdownTimeout:   c.ShutdownTimeout,
 		Canned:            httpapi.CannedProblems(c.BaseURL),
 	}, a.log)
+	stopOps()
+	wg.Wait()
 	cctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
-	return errors.Join(err, a.Close(cctx))
+	return errors.Join(err, opsErr, a.Close(cctx))
+}
+
+// opsWriteTimeout bounds one answer of the operator listener.
+const opsWriteTimeout = 5 * time.Minute
+
+// OpsHandler serves what operators read and partners never reach:
+// /metrics (this instance's registry) and net/http/pprof under
+// /debug/pprof/. It is mounted on its own listener, never on the API
+// port, so it is neither rate limited nor audited. Without metrics it
+// answers 404 on /metrics and still serves pprof.
+func (a *App) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	if a.Metrics != nil {
+		mux.Handle("GET /metrics", a.Metrics.Handler(a.log))
+	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/foodsafe/foodsafe/internal/metrics"
 )
 
 // Event is one audited request. It never holds a secret.
@@ -45,6 +47,9 @@ type Options struct {
 	FlushInterval time.Duration
 	BatchSize     int
 	BufferSize    int
+	// Metrics counts written and dropped events and times batches; nil
+	// records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Writer batches events to a Sink.
@@ -57,6 +62,8 @@ type Writer struct {
 	done    chan struct{}
 	once    sync.Once
 	dropped atomic.Int64
+	// pending is the size of the batch the loop is building, for Buffered.
+	pending atomic.Int64
 	// failing is set after a failed flush: size-triggered flushes wait for
 	// the next tick instead of hammering an unavailable database.
 	failing bool
@@ -85,7 +92,14 @@ func (w *Writer) Record(e Event) {
 	case w.ch <- e:
 	default:
 		w.dropped.Add(1)
+		w.opts.Metrics.AuditDropped(metrics.AuditBufferFull, 1)
 	}
+}
+
+// Buffered is the number of events held in memory and not yet written:
+// queued, plus the batch being built or retried.
+func (w *Writer) Buffered() int {
+	return len(w.ch) + int(w.pending.Load())
 }
 
 // Close flushes everything queued and stops the writer, waiting at most
@@ -109,11 +123,16 @@ func (w *Writer) loop() {
 		select {
 		case e := <-w.ch:
 			batch = append(batch, e)
+			// Counted before the flush: a batch being written is still
+			// only in memory.
+			w.pending.Store(int64(len(batch)))
 			if len(batch) >= w.opts.BatchSize && !w.failing {
 				batch = w.flush(batch)
+				w.pending.Store(int64(len(batch)))
 			}
 		case <-t.C:
 			batch = w.flush(batch)
+			w.pending.Store(int64(len(batch)))
 		case <-w.stop:
 			for {
 				select {
@@ -140,7 +159,9 @@ func (w *Writer) flush(batch []Event) []Event {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	start := time.Now()
 	err := w.sink(ctx, batch)
+	w.opts.Metrics.AuditBatch(len(batch), time.Since(start), err)
 	w.failing = err != nil && !errors.Is(err, ErrRejected)
 	if err != nil {
 		if w.failing && len(batch) < w.opts.BufferSize {
@@ -148,6 +169,7 @@ func (w *Writer) flush(batch []Event) []Event {
 			return batch
 		}
 		w.dropped.Add(int64(len(batch)))
+		w.opts.Metrics.AuditDropped(metrics.AuditBatchFailed, len(batch))
 		w.log.Error("audit flush failed; batch dropped", "events", len(batch), "dropped_total", w.dropped.Load(), "error", err)
 		return batch[:0]
 	}

@@ -6,6 +6,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -20,6 +21,12 @@ type Config struct {
 	// BaseURL prefixes problem `type` URIs and signed URLs; derived from the
 	// request (scheme + Host) when empty.
 	BaseURL string `env:"FOODSAFE_BASE_URL"`
+	// MetricsAddr is the listen address of the operator listener: /metrics
+	// and /debug/pprof/, never on the API port. Unset means
+	// DefaultMetricsAddr; set to the empty string, it turns metrics off
+	// (no listener, no instrumentation). Not an envDefault: the env
+	// library would put the default back for an empty value.
+	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR"`
 	// LogLevel is the minimum slog level: debug, info, warn or error.
 	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info"`
 
@@ -84,11 +91,18 @@ type Config struct {
 	AuditBufferSize int `env:"FOODSAFE_AUDIT_BUFFER_SIZE" envDefault:"10000"`
 }
 
+// DefaultMetricsAddr keeps the operator listener on loopback: exposing it
+// (pprof included) is a deliberate decision of the operator.
+const DefaultMetricsAddr = "127.0.0.1:9090"
+
 // Load reads the environment.
 func Load() (Config, error) {
 	var c Config
 	if err := env.Parse(&c); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	if _, set := os.LookupEnv("FOODSAFE_METRICS_ADDR"); !set {
+		c.MetricsAddr = DefaultMetricsAddr
 	}
 	return c, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -36,6 +37,8 @@ type Deps struct {
 	Schemas *validate.Set
 	Cursors *cursor.Codec
 	Blobs   blob.Store
+	// Metrics is the instrumentation; nil turns it off.
+	Metrics *metrics.Metrics
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -54,8 +57,9 @@ type API struct {
 	files *blob.FS
 	// walker pages collection walks (shared with any other face of the
 	// service that walks records).
-	walker *walk.Walker
-	now    func() time.Time
+	walker  *walk.Walker
+	metrics *metrics.Metrics
+	now     func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
 	// mcpTools are the MCP tools (mcp_tools.go), mcpHandler the SDK's
@@ -71,8 +75,8 @@ type API struct {
 // stops the start-up.
 func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
-		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, now: d.Now,
-		walker: walk.New(d.Store, d.Cursors, d.Config.CursorTTL)}
+		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, metrics: d.Metrics, now: d.Now,
+		walker: walk.New(d.Store, d.Cursors, d.Config.CursorTTL, d.Metrics)}
 	a.files, _ = d.Blobs.(*blob.FS)
 	if a.now == nil {
 		a.now = time.Now
@@ -96,8 +100,11 @@ func New(d Deps) (*gin.Engine, error) {
 	// deployment decision this service does not make for the operator.
 	_ = e.SetTrustedProxies(nil)
 
-	// Order matters: the access log and the audit trail wrap the recoverer
-	// so they see the 500 a panic becomes.
+	// Order matters: the instrumentation, the access log and the audit
+	// trail wrap the recoverer so they see the 500 a panic becomes.
+	if a.metrics != nil {
+		e.Use(a.instrument)
+	}
 	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)

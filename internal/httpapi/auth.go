@@ -5,6 +5,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 )
 
 const (
@@ -24,67 +25,86 @@ func principal(c *gin.Context) *auth.Principal {
 // request against the key's budget. Failed authentications count against
 // the client IP's budget instead, so guessing is throttled too.
 func (a *API) authenticate(c *gin.Context) {
-	p, reason, publicID, err := a.resolve(c)
+	r, err := a.resolve(c)
 	if err != nil {
+		a.metrics.Authentication(r.credential, metrics.AuthError)
 		a.fail(c, err)
 		return
 	}
-	if p == nil {
-		c.Set(ctxAuditOutcome, string(reason))
-		if publicID != "" {
-			c.Set(ctxLogKeyID, publicID)
+	if r.principal == nil {
+		a.metrics.Authentication(r.credential, string(r.reason))
+		c.Set(ctxAuditOutcome, string(r.reason))
+		if r.publicID != "" {
+			c.Set(ctxLogKeyID, r.publicID)
 		}
-		if !a.limitBy(c, "ip:"+c.ClientIP()) {
+		if !a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
 			return
 		}
-		c.Header("WWW-Authenticate", wwwAuthenticate(reason))
-		a.fail(c, apperr.New(apperr.Unauthorized, "%s", unauthorizedDetail(reason)))
+		c.Header("WWW-Authenticate", wwwAuthenticate(r.reason))
+		a.fail(c, apperr.New(apperr.Unauthorized, "%s", unauthorizedDetail(r.reason)))
 		return
 	}
+	a.metrics.Authentication(r.credential, metrics.AuthOK)
+	p := r.principal
 	c.Set(ctxLogKeyID, p.KeyPublicID)
 	c.Set(ctxPrincipal, p)
-	if !a.limitBy(c, "key:"+p.KeyPublicID) {
+	if !a.limitBy(c, metrics.BucketKey, p.KeyPublicID) {
 		return
 	}
 	c.Next()
 }
 
+// resolution is what the Authorization header resolved to: a principal, or
+// the reason there is none (with the public id presented when the
+// credential parsed), and the kind of credential it was.
+type resolution struct {
+	principal  *auth.Principal
+	reason     auth.Reason
+	publicID   string
+	credential metrics.Credential
+}
+
 // resolve maps the Authorization header to a principal, or to the reason
-// it cannot (with the presented public id when the credential parsed).
-func (a *API) resolve(c *gin.Context) (*auth.Principal, auth.Reason, string, error) {
+// it cannot.
+func (a *API) resolve(c *gin.Context) (resolution, error) {
 	h := c.GetHeader("Authorization")
 	if h == "" {
-		return nil, auth.ReasonMissing, "", nil
+		return resolution{reason: auth.ReasonMissing, credential: metrics.CredentialNone}, nil
 	}
 	raw, ok := auth.BearerCredential(h)
 	if !ok {
-		return nil, auth.ReasonMalformed, "", nil
+		return resolution{reason: auth.ReasonMalformed, credential: metrics.CredentialNone}, nil
 	}
 	cred, ok := auth.ParseCredential(raw)
 	if !ok {
-		return nil, auth.ReasonMalformed, "", nil
+		return resolution{reason: auth.ReasonMalformed, credential: metrics.CredentialNone}, nil
 	}
 	if cred.Prefix == auth.TokenPrefix {
+		r := resolution{credential: metrics.CredentialSession}
 		s, err := a.store.SessionForAuth(c.Request.Context(), cred.PublicID)
 		if err != nil {
-			return nil, "", "", err
+			return r, err
 		}
 		if s == nil {
-			return nil, auth.ReasonUnknown, "", nil
+			r.reason = auth.ReasonUnknown
+			return r, nil
 		}
-		p, reason := s.Check(cred, a.now())
+		r.principal, r.reason = s.Check(cred, a.now())
 		// The audit trail names the key a token acts for.
-		return p, reason, s.Key.PublicID, nil
+		r.publicID = s.Key.PublicID
+		return r, nil
 	}
+	r := resolution{credential: metrics.CredentialKey, publicID: cred.PublicID}
 	k, err := a.store.KeyForAuth(c.Request.Context(), cred.PublicID)
 	if err != nil {
-		return nil, "", "", err
+		return r, err
 	}
 	if k == nil {
-		return nil, auth.ReasonUnknown, cred.PublicID, nil
+		r.reason = auth.ReasonUnknown
+		return r, nil
 	}
-	p, reason := k.Check(cred, a.now())
-	return p, reason, cred.PublicID, nil
+	r.principal, r.reason = k.Check(cred, a.now())
+	return r, nil
 }
 
 // unauthorizedDetail tells a client how to fix its request without

@@ -8,6 +8,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -59,7 +60,12 @@ func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Del
 		last := page[len(page)-1]
 		next = store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}
 	}
-	return sealPage(a, cursorDeliveries, bind, page, next, 0)
+	out, err := sealPage(a, cursorDeliveries, bind, page, next, 0)
+	if err != nil {
+		return out, err
+	}
+	a.metrics.WalkPage(metrics.WalkDeliveries, !hasCursor, len(page))
+	return out, nil
 }
 
 // deliveryGet is GET /v1/restaurants/:restaurantId/deliveries/:deliveryId

@@ -20,6 +20,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -79,7 +80,8 @@ func reprDigest(c *gin.Context) ([sha256.Size]byte, error) {
 
 // receiveFile streams the request body into blob storage, hashing it on
 // the way; nothing is kept unless it matches Repr-Digest and the size limit.
-func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
+// w and the collection (empty for delivery images) label the upload metrics.
+func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string) (blob.Object, string, error) {
 	ct, err := uploadContentType(c)
 	if err != nil {
 		return blob.Object{}, "", err
@@ -99,6 +101,7 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 	case errors.Is(err, blob.ErrTooLarge):
 		return blob.Object{}, "", tooLarge
 	case errors.Is(err, blob.ErrDigestMismatch):
+		a.metrics.DigestMismatch(w, collection)
 		return blob.Object{}, "", apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
 	case errors.Is(err, blob.ErrUnavailable):
 		return blob.Object{}, "", errStorageUnavailable.WithCause(err)
@@ -107,6 +110,7 @@ func (a *API) receiveFile(c *gin.Context) (blob.Object, string, error) {
 	case err != nil:
 		return blob.Object{}, "", err // the client has gone: answered as 499
 	}
+	a.metrics.UploadVerified(w, collection, obj.Size)
 	return obj, ct, nil
 }
 
@@ -175,7 +179,7 @@ func (a *API) assetPut(c *gin.Context) error {
 	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c)
+	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection)
 	if err != nil {
 		return err
 	}
@@ -214,7 +218,7 @@ func (a *API) deliveryImagePut(c *gin.Context) error {
 	if _, err := a.store.DeliveryGet(c.Request.Context(), k.RestaurantID, k.DeliveryID); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c)
+	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "")
 	if err != nil {
 		return err
 	}

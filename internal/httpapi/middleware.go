@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -42,8 +43,9 @@ func saneRequestID(s string) bool {
 	return !redact.Contains(s)
 }
 
-// withRequestID echoes a sane client X-Request-ID or generates one, before
-// anything else runs, so every log line and problem carries it.
+// withRequestID echoes a sane client X-Request-ID or generates one, and
+// keeps the trace id of a valid traceparent header, before anything else
+// runs, so every log line and problem carries them.
 func withRequestID(c *gin.Context) {
 	id := c.GetHeader(HeaderRequestID)
 	if !saneRequestID(id) {
@@ -51,10 +53,53 @@ func withRequestID(c *gin.Context) {
 	}
 	c.Set(ctxRequestID, id)
 	c.Header(HeaderRequestID, id)
+	if t := traceID(c.Request.Header); t != "" {
+		c.Set(ctxTraceID, t)
+		// Also in the request's context, for log lines written where only
+		// the context travels (an MCP tool runs inside the SDK).
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), traceIDKey{}, t))
+	}
 	c.Next()
 }
 
+// traceIDKey holds the trace id in a request's context.
+type traceIDKey struct{}
+
+// ctxLogAttrs is logAttrs for code that has the request's context and id
+// but not its gin context.
+func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 2+len(more))
+	attrs = append(attrs, slog.String("request_id", reqID))
+	if t, _ := ctx.Value(traceIDKey{}).(string); t != "" {
+		attrs = append(attrs, slog.String("trace_id", t))
+	}
+	return append(attrs, more...)
+}
+
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// logAttrs starts every log line about a request: its request id, the trace
+// id when the client sent a valid traceparent, then more.
+func logAttrs(c *gin.Context, more ...slog.Attr) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 2+len(more))
+	attrs = append(attrs, slog.String("request_id", requestID(c)))
+	if t := c.GetString(ctxTraceID); t != "" {
+		attrs = append(attrs, slog.String("trace_id", t))
+	}
+	return append(attrs, more...)
+}
+
+// instrument feeds the HTTP families of the metrics. It runs first, so it
+// times every middleware and sees the status a panic becomes; it is only
+// installed when metrics are on.
+func (a *API) instrument(c *gin.Context) {
+	start := time.Now()
+	a.metrics.HTTPStarted()
+	defer func() {
+		a.metrics.HTTPFinished(routeOf(c), c.Request.Method, c.Writer.Status(), time.Since(start), c.Writer.Size())
+	}()
+	c.Next()
+}
 
 // routeOf is the route template (never the raw path, which may carry ids a
 // log should not multiply into cardinality), or a marker for unmatched paths.
@@ -76,11 +121,10 @@ func (a *API) recoverer(c *gin.Context) {
 		if rec == http.ErrAbortHandler {
 			panic(rec)
 		}
-		a.log.ErrorContext(c.Request.Context(), "panic",
-			slog.String("request_id", requestID(c)),
+		a.log.LogAttrs(c.Request.Context(), slog.LevelError, "panic", logAttrs(c,
 			slog.String("route", routeOf(c)),
 			slog.String("panic", fmt.Sprint(rec)),
-			slog.String("stack", stack()))
+			slog.String("stack", stack()))...)
 		if c.Writer.Written() {
 			c.Abort()
 			return
@@ -104,8 +148,7 @@ func (a *API) accessLog(c *gin.Context) {
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	attrs := []slog.Attr{
-		slog.String("request_id", requestID(c)),
+	attrs := logAttrs(c,
 		slog.String("method", c.Request.Method),
 		slog.String("route", routeOf(c)),
 		slog.String("path", c.Request.URL.Path),
@@ -113,7 +156,7 @@ func (a *API) accessLog(c *gin.Context) {
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 		slog.Int("bytes", c.Writer.Size()),
 		slog.String("client_ip", c.ClientIP()),
-	}
+	)
 	attrs = append(attrs, a.logAttrsFromContext(c)...)
 	a.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
 }

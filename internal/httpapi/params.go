@@ -12,6 +12,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -81,14 +82,18 @@ func (a *API) cursorParam(ps params, kind string, bind []string, pos any) (bool,
 // openCursor opens a cursor of kind bound to bind into pos, mapping cursor
 // failures to 400s that tell the client what to do.
 func (a *API) openCursor(v, kind string, bind []string, pos any) error {
-	switch err := a.cursors.Open(v, kind, bind, pos); {
+	err := a.cursors.Open(v, kind, bind, pos)
+	switch walk := cursorWalks[kind]; {
 	case err == nil:
 		return nil
 	case errors.Is(err, cursor.ErrMismatch):
+		a.metrics.CursorRefused(walk, metrics.CursorMismatch)
 		return apperr.Param("cursor", "was issued for other parameters; keep the %s identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
 	case errors.Is(err, cursor.ErrExpired):
+		a.metrics.CursorRefused(walk, metrics.CursorExpired)
 		return apperr.Param("cursor", "has expired; start a new walk without a cursor")
 	default:
+		a.metrics.CursorRefused(walk, metrics.CursorMalformed)
 		return errMalformedCursor
 	}
 }
@@ -98,6 +103,11 @@ var errMalformedCursor = apperr.Param("cursor", "is not a cursor issued by this 
 
 var cursorBindingWords = map[string]string{
 	cursorDeliveries: "restaurant, from and to",
+}
+
+// cursorWalks labels the walk metrics of each cursor kind read here.
+var cursorWalks = map[string]metrics.Walk{
+	cursorDeliveries: metrics.WalkDeliveries,
 }
 
 // Cursor kinds keep a delivery cursor from opening a walk and vice versa

@@ -68,12 +68,12 @@ func (a *API) classify(ctx context.Context, reqID, route string, err error) (app
 	detail := e.Detail
 	switch {
 	case kind.Code == apperr.Internal:
-		a.log.ErrorContext(ctx, "internal error",
-			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
+		a.log.LogAttrs(ctx, slog.LevelError, "internal error",
+			ctxLogAttrs(ctx, reqID, slog.String("route", route), slog.Any("error", err))...)
 		detail = internalDetail
 	case kind.Status >= 500:
-		a.log.WarnContext(ctx, string(kind.Code),
-			slog.String("request_id", reqID), slog.String("route", route), slog.Any("error", err))
+		a.log.LogAttrs(ctx, slog.LevelWarn, string(kind.Code),
+			ctxLogAttrs(ctx, reqID, slog.String("route", route), slog.Any("error", err))...)
 	}
 	errs := slices.Clone(e.Errors)
 	for i := range errs {
@@ -102,8 +102,8 @@ const statusClientClosedRequest = 499
 // consequence, not a fault: it is recorded as 499, not as an internal error.
 func (a *API) fail(c *gin.Context, err error) {
 	if c.Request.Context().Err() != nil {
-		a.log.InfoContext(context.WithoutCancel(c.Request.Context()), "client closed request",
-			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)), slog.Any("error", err))
+		a.log.LogAttrs(context.WithoutCancel(c.Request.Context()), slog.LevelInfo, "client closed request",
+			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		c.AbortWithStatus(statusClientClosedRequest)
 		return
 	}

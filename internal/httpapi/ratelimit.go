@@ -8,26 +8,29 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
 // limitOpen limits unauthenticated routes per client IP.
 func (a *API) limitOpen(c *gin.Context) {
-	if a.limitBy(c, "ip:"+c.ClientIP()) {
+	if a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
 		c.Next()
 	}
 }
 
-// limitBy counts the request against bucket, sets the X-RateLimit-* headers
-// and answers 429 when the budget is spent. It reports whether to go on.
-func (a *API) limitBy(c *gin.Context, bucket string) bool {
-	res := a.limiter.Take(c.Request.Context(), bucket)
+// limitBy counts the request against the budget of id in bucket, sets the
+// X-RateLimit-* headers and answers 429 when the budget is spent. It
+// reports whether to go on.
+func (a *API) limitBy(c *gin.Context, bucket metrics.Bucket, id string) bool {
+	res := a.limiter.Take(c.Request.Context(), string(bucket)+":"+id)
 	setRateHeaders(c, res, a.now())
 	if !res.Reached {
 		return true
 	}
 	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
 	c.Set(ctxAuditOutcome, "rate-limited")
+	a.metrics.RateLimited(bucket)
 	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
 	return false
 }

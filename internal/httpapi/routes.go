@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 )
 
@@ -103,7 +104,7 @@ func (a *API) routes() []route {
 				ID: "getDelivery", Tag: "Deliveries", Summary: "One delivery",
 				Description: "An unknown delivery and an ungranted restaurant are the same 404.", OK: jsonBody("DeliveryRecord")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
-			Need: scopes(catalog.DeliveriesWrite), Handler: a.deliveryPut, Doc: openapi.Op{
+			Need: scopes(catalog.DeliveriesWrite), Handler: a.ingest(metrics.WriteDelivery, a.deliveryPut), Doc: openapi.Op{
 				ID: "putDelivery", Tag: "Ingest", Summary: "Record a delivery (provider write path)",
 				Description: "Deliveries are immutable: the same content again answers 200 with Idempotent-Replayed: true; " +
 					"different content for an existing id is 409. restaurantId may be omitted; id and restaurantId must equal the path.",
@@ -114,7 +115,7 @@ func (a *API) routes() []route {
 				Description: "By image id. Each url works for 15 minutes without any header; store the bytes, not the link, " +
 					"and call again for fresh URLs.", OK: jsonBody("FileList")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId", Access: accessPartner,
-			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.deliveryImagePut, Doc: openapi.Op{
+			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.ingest(metrics.WriteDeliveryImage, a.deliveryImagePut), Doc: openapi.Op{
 				ID: "putDeliveryImage", Tag: "Ingest", Summary: "Upload a delivery photograph",
 				Description: "The body is the file; Repr-Digest carries its SHA-256 and nothing is stored unless it matches. " +
 					"The same bytes again replay; other bytes for an existing image id are 409.",
@@ -148,7 +149,7 @@ func (a *API) routes() []route {
 				Description: "Only uploads completed and verified; a pending asset is absent and a deleted record's list is empty. " +
 					"Only cleaning-task-pictures, traceability-labels and drive-files carry files.", OK: jsonBody("FileList")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId",
-			Access: accessPartner, Need: collectionScope("write"), Handler: a.recordPut, Doc: openapi.Op{
+			Access: accessPartner, Need: collectionScope("write"), Handler: a.ingest(metrics.WriteMutation, a.recordPut), Doc: openapi.Op{
 				ID: "ingestSnapshot", Tag: "Ingest", Summary: "Ingest a full snapshot of a record",
 				Description: "Idempotency-Key, the path and the body must agree on the mutationId. The same request again answers " +
 					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
@@ -156,7 +157,7 @@ func (a *API) routes() []route {
 				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
 				OK: replayable("EnvelopeResult"), Errors: []int{409, 413}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
-			Need: collectionScope("write"), Handler: a.assetPut, Doc: openapi.Op{
+			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
 				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",
 				Description: "The device finishes sending: the body is the file, Repr-Digest its SHA-256. On success the record " +
 					"gets a new change whose data.asset is uploaded with contentType, byteLength and sha256. Only for " +

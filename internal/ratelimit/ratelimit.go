@@ -15,12 +15,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/ulule/limiter/v3"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/foodsafe/foodsafe/internal/metrics"
 )
 
 const (
@@ -45,6 +48,9 @@ type Limiter struct {
 	client *redis.Client
 	prefix string
 	log    *slog.Logger
+	m      *metrics.Metrics
+	// fallback is set when Redis fails and cleared when it answers again.
+	fallback atomic.Bool
 
 	mu        sync.Mutex
 	shared    limiter.Store
@@ -52,8 +58,9 @@ type Limiter struct {
 }
 
 // New builds a limiter of perMinute requests per bucket per minute. With a
-// redisURL the budget is shared through Redis under prefix.
-func New(perMinute int, redisURL, prefix string, log *slog.Logger) (*Limiter, error) {
+// redisURL the budget is shared through Redis under prefix. m counts
+// fallbacks (nil: not counted).
+func New(perMinute int, redisURL, prefix string, log *slog.Logger, m *metrics.Metrics) (*Limiter, error) {
 	if perMinute < 1 {
 		return nil, fmt.Errorf("FOODSAFE_RATE_LIMIT must be at least 1, got %d", perMinute)
 	}
@@ -62,6 +69,7 @@ func New(perMinute int, redisURL, prefix string, log *slog.Logger) (*Limiter, er
 		local:  memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: prefix, CleanUpInterval: time.Minute}),
 		prefix: prefix,
 		log:    log,
+		m:      m,
 	}
 	if redisURL != "" {
 		opts, err := redis.ParseURL(redisURL)
@@ -97,6 +105,9 @@ func (l *Limiter) Take(ctx context.Context, bucket string) Result {
 		c, err := st.Get(rctx, bucket, l.rate)
 		cancel()
 		if err == nil {
+			if l.fallback.Load() && l.fallback.CompareAndSwap(true, false) {
+				l.log.Info("rate limiter: Redis answers again; budgets are shared")
+			}
 			return result(c)
 		}
 		l.markDown(err)
@@ -146,8 +157,23 @@ func (l *Limiter) markDownLocked(err error) {
 		return
 	}
 	l.downUntil = time.Now().Add(cooldown)
+	l.fallback.Store(true)
+	l.m.RateLimitFallback()
 	l.log.Warn("rate limiter: Redis unavailable; limiting per process in memory",
 		"retry_in", cooldown.String(), "error", err)
+}
+
+// Backend names the store the limiter counts in now (a metrics.Backend*
+// value): memory when no Redis is configured, fallback from a Redis failure
+// until Redis answers again, redis otherwise.
+func (l *Limiter) Backend() string {
+	switch {
+	case l.client == nil:
+		return metrics.BackendMemory
+	case l.fallback.Load():
+		return metrics.BackendFallback
+	}
+	return metrics.BackendRedis
 }
 
 func result(c limiter.Context) Result {

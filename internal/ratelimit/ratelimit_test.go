@@ -33,7 +33,7 @@ func (s *syncBuffer) String() string {
 func TestRedisClientLogsThroughSlog(t *testing.T) {
 	var buf syncBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	l, err := New(10, "redis://127.0.0.1:1/0", "test", log)
+	l, err := New(10, "redis://127.0.0.1:1/0", "test", log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

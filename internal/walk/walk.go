@@ -14,6 +14,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cursor"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -34,15 +35,17 @@ const fullWalk = "start a new walk (a full walk, without a cursor)"
 type Walker struct {
 	store   *store.Store
 	cursors *cursor.Codec
+	// metrics counts pages and refused cursors (nil: off).
+	metrics *metrics.Metrics
 	// ttl is the lifetime of a nextCursor (FOODSAFE_CURSOR_TTL). A
 	// changesCursor never expires: it needs only current states and
 	// tombstones, which the service keeps for as long as the stream exists.
 	ttl time.Duration
 }
 
-// New makes a walker.
-func New(st *store.Store, cursors *cursor.Codec, ttl time.Duration) *Walker {
-	return &Walker{store: st, cursors: cursors, ttl: ttl}
+// New makes a walker; m may be nil.
+func New(st *store.Store, cursors *cursor.Codec, ttl time.Duration, m *metrics.Metrics) *Walker {
+	return &Walker{store: st, cursors: cursors, ttl: ttl, metrics: m}
 }
 
 // changesPos is what a changesCursor carries: the position the walk that
@@ -59,10 +62,11 @@ type changesPos struct {
 // changesCursor of the next changes walk instead.
 func (w *Walker) Page(ctx context.Context, restaurantID, collection string, limit int, raw string) (wire.WalkPage, error) {
 	bind := []string{restaurantID, collection, strconv.Itoa(limit)}
-	page, err := w.read(ctx, restaurantID, collection, limit, bind, raw)
+	page, walk, err := w.read(ctx, restaurantID, collection, limit, bind, raw)
 	if err != nil {
 		return wire.WalkPage{}, err
 	}
+	w.metrics.WalkPage(walk, raw == "" || walk == metrics.WalkChanges, len(page.Records))
 	out := wire.WalkPage{Data: page.Records}
 	if page.Next != nil {
 		next, err := w.cursors.Seal(KindRecords, bind, page.Next, w.ttl)
@@ -80,48 +84,58 @@ func (w *Walker) Page(ctx context.Context, restaurantID, collection string, limi
 	return out, nil
 }
 
-// read opens the cursor for its kind and reads the page it names.
-func (w *Walker) read(ctx context.Context, restaurantID, collection string, limit int, bind []string, raw string) (store.WalkPage, error) {
+// read opens the cursor for its kind and reads the page it names, saying
+// which walk it is (for metrics: a changes walk's first page is a changes
+// page; its later pages continue with ordinary walk cursors).
+func (w *Walker) read(ctx context.Context, restaurantID, collection string, limit int, bind []string, raw string) (store.WalkPage, metrics.Walk, error) {
 	if raw == "" {
-		return w.store.RecordWalk(ctx, restaurantID, collection, limit, nil)
+		page, err := w.store.RecordWalk(ctx, restaurantID, collection, limit, nil)
+		return page, metrics.WalkRecords, err
 	}
 	kind, err := w.cursors.Kind(raw)
 	if err != nil {
-		return store.WalkPage{}, MalformedCursor()
+		w.metrics.CursorRefused(metrics.WalkRecords, metrics.CursorMalformed)
+		return store.WalkPage{}, "", MalformedCursor()
 	}
 	if kind != KindChanges {
 		var pos store.WalkPos
 		if err := w.cursors.Open(raw, KindRecords, bind, &pos); err != nil {
-			return store.WalkPage{}, refusal(err)
+			return store.WalkPage{}, "", w.refusal(metrics.WalkRecords, err)
 		}
-		return w.store.RecordWalk(ctx, restaurantID, collection, limit, &pos)
+		page, err := w.store.RecordWalk(ctx, restaurantID, collection, limit, &pos)
+		return page, metrics.WalkRecords, err
 	}
 	var pos changesPos
 	if err := w.cursors.Open(raw, KindChanges, []string{restaurantID, collection}, &pos); err != nil {
 		if errors.Is(err, cursor.ErrMismatch) {
-			return store.WalkPage{}, apperr.Param("cursor",
+			w.metrics.CursorRefused(metrics.WalkChanges, metrics.CursorMismatch)
+			return store.WalkPage{}, "", apperr.Param("cursor",
 				"is the changesCursor of another restaurant or collection; keep one changesCursor per restaurant and collection, or %s", fullWalk)
 		}
-		return store.WalkPage{}, refusal(err)
+		return store.WalkPage{}, "", w.refusal(metrics.WalkChanges, err)
 	}
 	page, err := w.store.RecordChanges(ctx, restaurantID, collection, limit, pos.Since)
 	if errors.Is(err, store.ErrAheadOfStream) {
+		w.metrics.CursorRefused(metrics.WalkChanges, metrics.CursorAhead)
 		// Said without the stream's position: a refusal must not tell a
 		// client anything about the data it could not read.
-		return store.WalkPage{}, apperr.Param("cursor",
+		return store.WalkPage{}, "", apperr.Param("cursor",
 			"names a position this collection has not reached (its data was restored or reset since); %s and rebuild your copy from it", fullWalk)
 	}
-	return page, err
+	return page, metrics.WalkChanges, err
 }
 
 // refusal is the 400 for a walk cursor that cannot be used.
-func refusal(err error) error {
+func (w *Walker) refusal(walk metrics.Walk, err error) error {
 	switch {
 	case errors.Is(err, cursor.ErrMismatch):
+		w.metrics.CursorRefused(walk, metrics.CursorMismatch)
 		return apperr.Param("cursor", "was issued for other parameters; keep the restaurant, collection and limit identical for a whole walk, or %s", fullWalk)
 	case errors.Is(err, cursor.ErrExpired):
+		w.metrics.CursorRefused(walk, metrics.CursorExpired)
 		return apperr.Param("cursor", "has expired; %s, or walk again from the changesCursor of your last complete walk", fullWalk)
 	default:
+		w.metrics.CursorRefused(walk, metrics.CursorMalformed)
 		return MalformedCursor()
 	}
 }
