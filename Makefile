@@ -44,8 +44,10 @@ CHAOS_KILLS ?= 500
 chaos:
 	FOODSAFE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -race -count=1 -timeout 30m -run '^TestConnectionLossIsNever500$$' -v ./tests
 
-## bench: the big-data benchmarks; not part of `make test`.
+## bench: the hot-path plan checks at 1,000,000 rows, then the big-data
+## benchmarks; not part of `make test`.
 bench:
+	FOODSAFE_PLAN_ROWS=1000000 $(GO) test -count=1 -run '^TestHotPathPlans$$' -timeout 30m ./tests
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 ## fuzz: run each fuzzer for FUZZTIME (default 60s); their seeds run in make test.

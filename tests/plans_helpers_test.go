@@ -52,19 +52,41 @@ func recordingStore(t testing.TB, dbURL string) (*store.Store, *queryRecorder) {
 	require.NoError(t, err)
 	rec := &queryRecorder{}
 	cfg.ConnConfig.Tracer = rec
+	plannerSettings(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return store.New(pool), rec
 }
 
+// plannerSettings gives a test's connection the settings of the service's.
+func plannerSettings(cfg *pgx.ConnConfig) {
+	for k, v := range store.PlannerSettings {
+		cfg.RuntimeParams[k] = v
+	}
+}
+
+// plannedConn connects to dbURL as the service does, to EXPLAIN its
+// statements under the same planner settings.
+func plannedConn(t testing.TB, dbURL string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	require.NoError(t, err)
+	plannerSettings(cfg)
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	return conn
+}
+
 // planNode is the part of EXPLAIN (FORMAT JSON) the assertions read.
 type planNode struct {
-	NodeType  string     `json:"Node Type"`
-	IndexName string     `json:"Index Name"`
-	Relation  string     `json:"Relation Name"`
-	PlanRows  float64    `json:"Plan Rows"`
-	Plans     []planNode `json:"Plans"`
+	NodeType  string  `json:"Node Type"`
+	IndexName string  `json:"Index Name"`
+	Relation  string  `json:"Relation Name"`
+	PlanRows  float64 `json:"Plan Rows"`
+	// Arbiters are the unique indexes an INSERT ... ON CONFLICT probes.
+	Arbiters []string   `json:"Conflict Arbiter Indexes"`
+	Plans    []planNode `json:"Plans"`
 }
 
 func (n planNode) walk(f func(planNode)) {
@@ -79,14 +101,13 @@ func (n planNode) walk(f func(planNode)) {
 func explain(t testing.TB, dbURL string, q sentQuery, generic bool) planNode {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
+	conn := plannedConn(t, dbURL)
 	defer conn.Close(ctx)
 	mode := "force_custom_plan"
 	if generic {
 		mode = "force_generic_plan"
 	}
-	_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+	_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
 	require.NoError(t, err)
 	var raw []byte
 	require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+q.SQL, q.Args...).Scan(&raw))

@@ -14,7 +14,9 @@ RETURNING restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_na
           temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at;
 
 -- name: DeliveryGet :one
--- Serves GET .../deliveries/{deliveryId}. deliveries_pkey.
+-- Serves GET .../deliveries/{deliveryId}. deliveries_pkey, the only index
+-- this clause can use (deliveries_list_idx compares restaurant_id under
+-- "C", which it does not name), with or without statistics.
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
 FROM deliveries
@@ -23,10 +25,12 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id);
 -- name: DeliveryListFirst :many
 -- Serves the first page of GET .../deliveries?from&to: newest first.
 -- deliveries_list_idx: one range scan over [from, to], stopped by LIMIT.
+-- restaurant_id is compared under "C", the index's collation for it
+-- (migration 00006), which also keeps lookups by id off this index.
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
 FROM deliveries
-WHERE restaurant_id = sqlc.arg(restaurant_id)
+WHERE restaurant_id = sqlc.arg(restaurant_id) COLLATE "C"
   AND occurred_at >= sqlc.arg(from_ms)
   AND occurred_at <= sqlc.arg(to_ms)
 ORDER BY occurred_at DESC, id DESC
@@ -36,12 +40,17 @@ LIMIT sqlc.arg(max_rows);
 -- Serves the following pages: rows strictly after the cursor position
 -- (occurred_at, id) in descending order, down to from. deliveries_list_idx:
 -- the row comparison is an index condition, so the scan starts at the
--- cursor instead of skipping earlier rows.
+-- cursor instead of skipping earlier rows. The upper bound
+-- occurred_at <= after_occurred_at always holds (the row comparison implies
+-- it) but is stated: on a never-analyzed table a two-sided range is
+-- estimated narrow and read in index order, where the lower bound and the
+-- row comparison alone were planned as a bitmap scan and a Sort.
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
 FROM deliveries
-WHERE restaurant_id = sqlc.arg(restaurant_id)
+WHERE restaurant_id = sqlc.arg(restaurant_id) COLLATE "C"
   AND occurred_at >= sqlc.arg(from_ms)
+  AND occurred_at <= sqlc.arg(after_occurred_at)::bigint
   AND (occurred_at, id) < (sqlc.arg(after_occurred_at)::bigint, sqlc.arg(after_id)::text)
 ORDER BY occurred_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);

@@ -6,7 +6,8 @@
 -- the caller then rolls back and answers as a replay or a conflict.
 -- Indexes: record_changes_pkey (ON CONFLICT on the mutation id, and the
 -- previous version, found by the current row's mutation id), records_pkey
--- (the upsert).
+-- (the current row by record id, and the upsert; records_walk_idx cannot
+-- serve these clauses, see RecordGet).
 WITH change AS (
     INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                                 captured_at, received_at, source_version, payload_version, request_sha256)
@@ -50,7 +51,9 @@ FROM change;
 
 -- name: RecordGet :one
 -- Serves GET .../records/{recordId}: the current state, tombstones
--- included. records_pkey.
+-- included. records_pkey, the only index this clause can use
+-- (records_walk_idx compares restaurant_id under "C", which it does not
+-- name), so the plan holds on a never-analyzed table.
 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at,
        received_at, source_version, payload_version
 FROM records
@@ -80,13 +83,17 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
 -- records_walk_idx: written as max(), a planner without statistics (a
 -- never-ANALYZEd table) aggregates the stream's whole index range instead.
+-- Both reads of records say `restaurant_id = $1 COLLATE "C"`: records_walk_idx
+-- compares restaurant_id under "C" (migration 00006), so it is the only
+-- index matching these clauses, and lookups by record id, which do not name
+-- the collation, can never take it, with or without statistics.
 -- Branch 2 states superseded_by <= H although it always holds: P and H are
 -- unknown when the statement is planned, and a two-sided range on unknown
 -- bounds is estimated narrow, where `superseded_by > P` alone is estimated
 -- at a third of the table and planned as a sequential scan.
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
-                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)
+                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
                      ORDER BY r.sequence DESC
                      LIMIT 1),
                     0)::bigint AS h
@@ -96,7 +103,7 @@ WITH head AS (
 (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
         r.captured_at, r.received_at, r.source_version, r.payload_version
  FROM records r
- WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)
+ WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
    AND r.sequence > sqlc.arg(after_sequence)
    AND r.sequence <= (SELECT p FROM pin)
  ORDER BY r.sequence

@@ -21,7 +21,9 @@ type DeliveryGetParams struct {
 	ID           string
 }
 
-// Serves GET .../deliveries/{deliveryId}. deliveries_pkey.
+// Serves GET .../deliveries/{deliveryId}. deliveries_pkey, the only index
+// this clause can use (deliveries_list_idx compares restaurant_id under
+// "C", which it does not name), with or without statistics.
 func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Delivery, error) {
 	row := q.db.QueryRow(ctx, deliveryGet, arg.RestaurantID, arg.ID)
 	var i Delivery
@@ -112,8 +114,9 @@ const deliveryListAfter = `-- name: DeliveryListAfter :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
 FROM deliveries
-WHERE restaurant_id = $1
+WHERE restaurant_id = $1 COLLATE "C"
   AND occurred_at >= $2
+  AND occurred_at <= $3::bigint
   AND (occurred_at, id) < ($3::bigint, $4::text)
 ORDER BY occurred_at DESC, id DESC
 LIMIT $5
@@ -130,7 +133,11 @@ type DeliveryListAfterParams struct {
 // Serves the following pages: rows strictly after the cursor position
 // (occurred_at, id) in descending order, down to from. deliveries_list_idx:
 // the row comparison is an index condition, so the scan starts at the
-// cursor instead of skipping earlier rows.
+// cursor instead of skipping earlier rows. The upper bound
+// occurred_at <= after_occurred_at always holds (the row comparison implies
+// it) but is stated: on a never-analyzed table a two-sided range is
+// estimated narrow and read in index order, where the lower bound and the
+// row comparison alone were planned as a bitmap scan and a Sort.
 func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, deliveryListAfter,
 		arg.RestaurantID,
@@ -175,7 +182,7 @@ const deliveryListFirst = `-- name: DeliveryListFirst :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
 FROM deliveries
-WHERE restaurant_id = $1
+WHERE restaurant_id = $1 COLLATE "C"
   AND occurred_at >= $2
   AND occurred_at <= $3
 ORDER BY occurred_at DESC, id DESC
@@ -191,6 +198,8 @@ type DeliveryListFirstParams struct {
 
 // Serves the first page of GET .../deliveries?from&to: newest first.
 // deliveries_list_idx: one range scan over [from, to], stopped by LIMIT.
+// restaurant_id is compared under "C", the index's collation for it
+// (migration 00006), which also keeps lookups by id off this index.
 func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, deliveryListFirst,
 		arg.RestaurantID,

@@ -88,7 +88,8 @@ type RecordApplyChangeRow struct {
 // the caller then rolls back and answers as a replay or a conflict.
 // Indexes: record_changes_pkey (ON CONFLICT on the mutation id, and the
 // previous version, found by the current row's mutation id), records_pkey
-// (the upsert).
+// (the current row by record id, and the upsert; records_walk_idx cannot
+// serve these clauses, see RecordGet).
 func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
 	row := q.db.QueryRow(ctx, recordApplyChange,
 		arg.RestaurantID,
@@ -135,7 +136,9 @@ type RecordGetParams struct {
 }
 
 // Serves GET .../records/{recordId}: the current state, tombstones
-// included. records_pkey.
+// included. records_pkey, the only index this clause can use
+// (records_walk_idx compares restaurant_id under "C", which it does not
+// name), so the plan holds on a never-analyzed table.
 func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, error) {
 	row := q.db.QueryRow(ctx, recordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
 	var i Record
@@ -158,7 +161,7 @@ func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, e
 const recordWalkPage = `-- name: RecordWalkPage :many
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
-                     WHERE r.restaurant_id = $1 AND r.collection = $2
+                     WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
                      ORDER BY r.sequence DESC
                      LIMIT 1),
                     0)::bigint AS h
@@ -168,7 +171,7 @@ WITH head AS (
 (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
         r.captured_at, r.received_at, r.source_version, r.payload_version
  FROM records r
- WHERE r.restaurant_id = $1 AND r.collection = $2
+ WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
    AND r.sequence > $4
    AND r.sequence <= (SELECT p FROM pin)
  ORDER BY r.sequence
@@ -233,6 +236,10 @@ type RecordWalkPageRow struct {
 // The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
 // records_walk_idx: written as max(), a planner without statistics (a
 // never-ANALYZEd table) aggregates the stream's whole index range instead.
+// Both reads of records say `restaurant_id = $1 COLLATE "C"`: records_walk_idx
+// compares restaurant_id under "C" (migration 00006), so it is the only
+// index matching these clauses, and lookups by record id, which do not name
+// the collation, can never take it, with or without statistics.
 // Branch 2 states superseded_by <= H although it always holds: P and H are
 // unknown when the statement is planned, and a two-sided range on unknown
 // bounds is estimated narrow, where `superseded_by > P` alone is estimated

@@ -1,0 +1,342 @@
+package tests
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql/driver"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+// hotPathIndexes names, for every statement a request runs on a hot path,
+// the indexes its plan must read and the only ones it may read. A plan that
+// picks another index (records_walk_idx for a lookup by record id, say),
+// scans a table sequentially or sorts fails the test.
+var hotPathIndexes = map[string][]string{
+	"KeyAuthLookup":          {"api_keys_public_id_key", "key_grants_pkey"},
+	"SessionAuthLookup":      {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
+	"RecordGet":              {"records_pkey"},
+	"RecordWalkPage":         {"records_walk_idx", "record_changes_superseded_idx"},
+	"RecordChangeByMutation": {"record_changes_pkey"},
+	"StreamNextSequence":     {"collection_streams_pkey"},
+	"RecordApplyChange":      {"record_changes_pkey", "records_pkey"},
+	"AssetListForRecord":     {"records_pkey", "asset_uploads_pkey"},
+	"DeliveryGet":            {"deliveries_pkey"},
+	"DeliveryListFirst":      {"deliveries_list_idx"},
+	"DeliveryListAfter":      {"deliveries_list_idx"},
+	"DeliveryImageList":      {"deliveries_pkey", "delivery_images_pkey"},
+}
+
+// boundedSorts are the statements allowed a Sort node, each because what
+// it sorts is bounded by a primary-key equality, never by a table's size.
+var boundedSorts = map[string]bool{
+	// ORDER BY image_id over a LEFT JOIN from the one delivery its primary
+	// key finds: the images of that delivery.
+	"DeliveryImageList": true,
+}
+
+// Every hot-path statement takes its intended index whether or not its
+// tables were ever analyzed (a fresh deployment before autovacuum's first
+// pass; any server with autovacuum off), at 0, 1,000 and 10,000 rows, as a
+// custom plan and as the generic plan a prepared statement may settle on.
+// A generic plan made while a table was empty stays cached on a connection
+// as the table grows, which is why the empty case counts. `make bench` runs
+// it again at 1,000,000 rows (FOODSAFE_PLAN_ROWS, a comma-separated list).
+func TestHotPathPlans(t *testing.T) {
+	t.Parallel()
+	sizes := []int{0, 1_000, 10_000}
+	if env := os.Getenv("FOODSAFE_PLAN_ROWS"); env != "" {
+		sizes = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			require.NoError(t, err, "FOODSAFE_PLAN_ROWS")
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		t.Run(fmt.Sprintf("rows=%d", n), func(t *testing.T) {
+			t.Parallel()
+			dbURL := testdb.URL(t)
+			seedHotPathNoStats(t, dbURL, n)
+			statements := hotPathStatements(t, dbURL, n)
+			for _, stats := range []string{"never analyzed", "analyzed"} {
+				if stats == "analyzed" {
+					if n == 0 {
+						// ANALYZE of an empty table records that it is empty,
+						// and every plan then costs nothing. It is not kept as
+						// the table grows: autovacuum analyzes the table again
+						// after autovacuum_analyze_threshold (50) rows, which
+						// invalidates every plan cached on it. (A server with
+						// autovacuum off must ANALYZE after loading data.)
+						continue
+					}
+					execSQL(t, dbURL, `ANALYZE`)
+				}
+				for _, name := range sortedKeys(statements) {
+					q := statements[name]
+					for _, generic := range []bool{false, true} {
+						plan := explainPrepared(t, dbURL, q, generic)
+						requirePlanReads(t, plan, hotPathIndexes[name], boundedSorts[name], "%s, %s, %d rows, generic=%v", name, stats, n, generic)
+					}
+				}
+			}
+		})
+	}
+}
+
+// hotPathStatements runs each hot path once through the store and returns
+// the statements it sent, by query name.
+func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
+	t.Helper()
+	st, rec := recordingStore(t, dbURL)
+	ctx := context.Background()
+	mid := fmt.Sprintf("rec-%07d", n/2+1)
+
+	_, err := st.KeyForAuth(ctx, "hotpathkey0000001")
+	require.NoError(t, ignoreNotFound(err))
+	_, err = st.SessionForAuth(ctx, "hotpathsess0000001")
+	require.NoError(t, ignoreNotFound(err))
+	_, err = st.RecordGet(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
+	require.NoError(t, ignoreNotFound(err))
+	_, err = st.RecordWalk(ctx, "r1", "drive-files", 100, nil)
+	require.NoError(t, err)
+	_, err = st.AssetList(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
+	require.NoError(t, ignoreNotFound(err))
+	body := []byte(`{"name":"renamed","isDeleted":false}`)
+	digest := sha256.Sum256(body)
+	_, _, err = st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r2", Collection: "areas", RecordID: mid},
+		MutationID: "hot-path-1", Data: body, CapturedAt: 1, PayloadVersion: 1, RequestSHA256: digest[:]}, 1)
+	require.NoError(t, err)
+	_, err = st.DeliveryGet(ctx, "r1", fmt.Sprintf("d%08d", n/2+1))
+	require.NoError(t, ignoreNotFound(err))
+	page, _, err := st.DeliveryList(ctx, "r1", 0, 1<<62, 50, nil)
+	require.NoError(t, err)
+	after := &store.DeliveryPos{OccurredAt: 1 << 61, ID: "d"}
+	if len(page) > 0 {
+		after = &store.DeliveryPos{OccurredAt: int64(page[len(page)-1].OccurredAt), ID: page[len(page)-1].ID}
+	}
+	_, _, err = st.DeliveryList(ctx, "r1", 0, 1<<62, 50, after)
+	require.NoError(t, err)
+	_, err = st.DeliveryImageList(ctx, "r1", fmt.Sprintf("d%08d", n/2+1))
+	require.NoError(t, ignoreNotFound(err))
+
+	out := map[string]sentQuery{}
+	for _, q := range rec.take() {
+		m := queryName.FindStringSubmatch(q.SQL)
+		if m == nil {
+			continue // begin, commit
+		}
+		if _, hot := hotPathIndexes[m[1]]; hot {
+			out[m[1]] = q
+		}
+	}
+	for name := range hotPathIndexes {
+		require.Contains(t, out, name, "the hot paths above did not run %s", name)
+	}
+	return out
+}
+
+var queryName = regexp.MustCompile(`^-- name: (\w+) :`)
+
+func ignoreNotFound(err error) error {
+	if apperr.Is(err, apperr.NotFound) {
+		return nil
+	}
+	return err
+}
+
+// seedHotPathNoStats fills every table a hot path reads with n rows (keys
+// and their grants, sessions, records and their changes, asset uploads,
+// deliveries and their images), in SQL and without ANALYZE.
+func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
+	t.Helper()
+	for _, r := range []string{"r1", "r2", "r3"} {
+		execSQL(t, dbURL, `INSERT INTO restaurants (id) VALUES ($1)`, r)
+	}
+	seedRecordsNoStatsSQL(t, dbURL, "r1", "drive-files", n)
+	seedRecordsNoStatsSQL(t, dbURL, "r2", "areas", n)
+	secret := sha256.Sum256([]byte("secret"))
+	execSQL(t, dbURL, `
+		INSERT INTO api_keys (public_id, secret_sha256, label)
+		SELECT 'hotpathkey' || lpad(g::text, 7, '0'), $2, 'k' FROM generate_series(1, $1::int) g`, n, secret[:])
+	execSQL(t, dbURL, `
+		INSERT INTO key_grants (key_id, restaurant_id, scope)
+		SELECT k.id, 'r' || (k.id % 3 + 1), s FROM api_keys k, unnest(ARRAY['areas:read', 'drive-files:read']) s`)
+	execSQL(t, dbURL, `
+		INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
+		SELECT 'hotpathsess' || lpad(k.id::text, 7, '0'), $1, k.id, now() + interval '1 hour' FROM api_keys k`, secret[:])
+	execSQL(t, dbURL, `
+		INSERT INTO session_grants (session_id, restaurant_id, scope)
+		SELECT s.id, 'r' || (s.id % 3 + 1), 'areas:read' FROM mobile_sessions s`)
+	execSQL(t, dbURL, `
+		INSERT INTO asset_uploads (restaurant_id, collection, record_id, object_key, sha256, content_type, byte_length,
+		                           uploaded_at, mutation_id)
+		SELECT restaurant_id, collection, record_id, 'file.pdf', encode(sha256(record_id::bytea), 'hex'),
+		       'application/pdf', 1, 1, mutation_id
+		FROM records WHERE collection = 'drive-files'`)
+	execSQL(t, dbURL, `
+		INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+		                        temperature_records, non_compliance_reasons, corrective_actions, commentary,
+		                        image_count, content_sha256)
+		SELECT 'r' || (g % 3 + 1), 'd' || lpad(g::text, 8, '0'), 1700000000000 + (g::bigint / 3) * 60000, g % 7 = 0,
+		       's1', 'Supplier', '[]', '{}', '{}', NULL, 1, sha256(g::text::bytea)
+		FROM generate_series(1, $1::int) g`, n)
+	execSQL(t, dbURL, `
+		INSERT INTO delivery_images (restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at)
+		SELECT restaurant_id, id, 'img-1', encode(content_sha256, 'hex'), 'image/jpeg', 1, 1 FROM deliveries`)
+}
+
+func execSQL(t *testing.T, dbURL, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql, args...)
+	require.NoError(t, err, sql)
+}
+
+// explainPrepared prepares q under a name and explains its execution with
+// q's arguments: a custom plan for them, or (generic) the plan the
+// prepared statement would cache for any arguments, which then shows its
+// parameters as $n.
+func explainPrepared(t *testing.T, dbURL string, q sentQuery, generic bool) planNode {
+	t.Helper()
+	ctx := context.Background()
+	conn := plannedConn(t, dbURL)
+	defer conn.Close(ctx)
+	mode := "force_custom_plan"
+	if generic {
+		mode = "force_generic_plan"
+	}
+	_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+	require.NoError(t, err)
+	sd, err := conn.Prepare(ctx, "", q.SQL)
+	require.NoError(t, err)
+	// EXECUTE's arguments cannot be protocol parameters (a utility
+	// statement declares none), so they are spelled as typed literals.
+	types := make([]string, len(sd.ParamOIDs))
+	params := make([]string, len(sd.ParamOIDs))
+	require.Len(t, q.Args, len(sd.ParamOIDs))
+	for i, oid := range sd.ParamOIDs {
+		dt, ok := conn.TypeMap().TypeForOID(oid)
+		require.True(t, ok, "parameter type %d", oid)
+		types[i] = dt.Name
+		arg := q.Args[i]
+		if raw, ok := arg.([]byte); ok && (dt.Name == "jsonb" || dt.Name == "json") {
+			arg = string(raw)
+		}
+		params[i] = sqlLiteral(t, arg) + "::" + dt.Name
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("PREPARE hot(%s) AS %s", strings.Join(types, ", "), q.SQL))
+	require.NoError(t, err)
+	var raw []byte
+	explain := "EXPLAIN (FORMAT JSON, VERBOSE) EXECUTE hot"
+	if len(params) > 0 {
+		explain += "(" + strings.Join(params, ", ") + ")"
+	}
+	require.NoError(t, conn.QueryRow(ctx, explain).Scan(&raw), explain)
+	if generic && len(params) > 0 {
+		require.Contains(t, string(raw), "$1", "not a generic plan: %s", raw)
+	}
+	var doc []struct {
+		Plan planNode `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc), "%s", raw)
+	return doc[0].Plan
+}
+
+// sqlLiteral spells a statement argument as SQL text.
+func sqlLiteral(t *testing.T, v any) string {
+	t.Helper()
+	if valuer, ok := v.(driver.Valuer); ok {
+		var err error
+		v, err = valuer.Value()
+		require.NoError(t, err)
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return quote(v)
+	case []byte:
+		return quote(`\x` + hex.EncodeToString(v))
+	case json.RawMessage:
+		return quote(string(v))
+	case []string:
+		for i := range v {
+			v[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v[i]) + `"`
+		}
+		return quote("{" + strings.Join(v, ",") + "}")
+	case bool, int, int16, int32, int64:
+		return fmt.Sprint(v)
+	case *int64:
+		if v == nil {
+			return "NULL"
+		}
+		return fmt.Sprint(*v)
+	case *string:
+		if v == nil {
+			return "NULL"
+		}
+		return quote(*v)
+	}
+	require.Failf(t, "no literal", "argument of type %T", v)
+	return ""
+}
+
+// requirePlanReads asserts the plan reads every index of want (scanned, or
+// probed as an ON CONFLICT arbiter), no other index, never a table
+// sequentially, and never sorts unless mayBoundedSort.
+func requirePlanReads(t *testing.T, plan planNode, want []string, mayBoundedSort bool, msg string, args ...any) {
+	t.Helper()
+	what := fmt.Sprintf(msg, args...)
+	var nodes []string
+	read := map[string]bool{}
+	plan.walk(func(n planNode) {
+		nodes = append(nodes, strings.TrimSpace(n.NodeType+" "+n.IndexName+" "+n.Relation))
+		if n.IndexName != "" {
+			read[n.IndexName] = true
+		}
+		for _, idx := range n.Arbiters {
+			read[idx] = true
+		}
+	})
+	for _, n := range nodes {
+		assert.False(t, strings.HasPrefix(n, "Seq Scan"), "%s: sequential scan: %v", what, nodes)
+		if !mayBoundedSort {
+			assert.False(t, strings.HasPrefix(n, "Sort") || strings.HasPrefix(n, "Incremental Sort"), "%s: sorts: %v", what, nodes)
+		}
+	}
+	for _, idx := range want {
+		assert.True(t, read[idx], "%s: does not read %s: %v", what, idx, nodes)
+	}
+	for idx := range read {
+		assert.Contains(t, want, idx, "%s: reads %s: %v", what, idx, nodes)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
