@@ -98,7 +98,7 @@ func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
 
 // KeyRevoke revokes a key from now on.
 func (s *Store) KeyRevoke(ctx context.Context, publicID string) (time.Time, error) {
-	t, err := s.q.KeyRevoke(ctx, publicID)
+	t, err := s.q.KeyRevoke(ctx, db.KeyRevokeParams{PublicID: publicID, RevokedAt: time.Now()})
 	switch ok, err := found(err); {
 	case err != nil:
 		return time.Time{}, err

@@ -1,15 +1,16 @@
 -- name: KeyAuthLookup :one
 -- Serves every authenticated request: the key and all its grants in one
--- round trip. api_keys_public_id_key, then key_grants_pkey (prefix key_id).
+-- round trip. api_keys_public_id_key, then key_grants_pkey (prefix key_id)
+-- for each array. public_id is unique, so there is nothing to group: the
+-- grants are aggregated in scalar subqueries, and the only ordering is
+-- that of one key's grants inside the aggregate.
 SELECT k.id, k.public_id, k.secret_sha256, k.expires_at, k.revoked_at,
-       COALESCE(array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope)
-                FILTER (WHERE g.key_id IS NOT NULL), '{}')::text[] AS grant_restaurants,
-       COALESCE(array_agg(g.scope ORDER BY g.restaurant_id, g.scope)
-                FILTER (WHERE g.key_id IS NOT NULL), '{}')::text[] AS grant_scopes
+       COALESCE((SELECT array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope) FROM key_grants g WHERE g.key_id = k.id),
+                '{}')::text[] AS grant_restaurants,
+       COALESCE((SELECT array_agg(g.scope ORDER BY g.restaurant_id, g.scope) FROM key_grants g WHERE g.key_id = k.id),
+                '{}')::text[] AS grant_scopes
 FROM api_keys k
-LEFT JOIN key_grants g ON g.key_id = k.id
-WHERE k.public_id = sqlc.arg(public_id)
-GROUP BY k.id;
+WHERE k.public_id = sqlc.arg(public_id);
 
 -- name: KeyInsert :one
 -- Serves `foodsafe keys create`.
@@ -38,8 +39,10 @@ ORDER BY k.created_at, k.id;
 
 -- name: KeyRevoke :one
 -- Serves `foodsafe keys revoke`; keeps the first revocation time when
--- repeated. api_keys_public_id_key.
+-- repeated. api_keys_public_id_key. The time is a parameter: a volatile or
+-- stable function inside COALESCE or CASE cannot be planned by Citus
+-- (TestQueriesCallNoClockInConditionals).
 UPDATE api_keys
-SET revoked_at = COALESCE(revoked_at, now())
+SET revoked_at = COALESCE(revoked_at, sqlc.arg(revoked_at)::timestamptz)
 WHERE public_id = sqlc.arg(public_id)
 RETURNING revoked_at;
