@@ -2,11 +2,14 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/catalog"
@@ -137,4 +140,49 @@ func TestContractRejectsOffSpecExchanges(t *testing.T) {
 			require.Error(t, ct.check(ex))
 		})
 	}
+}
+
+// Every number in the served document says it is a double and every
+// integer its width: generators read a bare `type: number` as a 32-bit
+// float (5.6 comes back as 5.599999904632568, and 1e300, which the service
+// accepts, fails to decode).
+func TestOpenAPINumbersKeepPrecision(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	r := a.get("/v1/openapi.json")
+	require.Equal(t, http.StatusOK, r.Status)
+	var doc any
+	require.NoError(t, json.Unmarshal(r.Body, &doc))
+	var numbers, integers int
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			var types string
+			switch ty := v["type"].(type) {
+			case string:
+				types = ty
+			case []any:
+				types = fmt.Sprint(ty...)
+			}
+			switch {
+			case strings.Contains(types, "number"):
+				numbers++
+				assert.Equal(t, "double", v["format"], path)
+			case strings.Contains(types, "integer"):
+				integers++
+				assert.Contains(t, []any{"int32", "int64"}, v["format"], path)
+			}
+			for k, c := range v {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("", doc)
+	require.Positive(t, numbers, "the document has numbers")
+	require.Positive(t, integers, "the document has integers")
 }

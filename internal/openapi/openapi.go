@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"sort"
@@ -256,6 +257,7 @@ func addSchemas(doc *openapi3.T, files map[string]map[string]any) error {
 			out[componentName(file)] = s
 		}
 	}
+	numberFormats(out)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err
@@ -266,6 +268,53 @@ func addSchemas(doc *openapi3.T, files map[string]map[string]any) error {
 	}
 	doc.Components.Schemas = comps
 	return nil
+}
+
+// numberFormats gives every number and integer schema under v a format,
+// where the schema files leave it out (JSON Schema validation needs none):
+// generators read `type: number` without one as a 32-bit float, which
+// loses digits (5.6 becomes 5.599999904632568) and fails to decode large
+// values the service accepts. Numbers are doubles; integers are int32 when
+// their bounds fit, int64 otherwise.
+func numberFormats(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["format"]; !ok {
+			switch {
+			case hasType(v["type"], "number"):
+				v["format"] = "double"
+			case hasType(v["type"], "integer"):
+				v["format"] = "int64"
+				lo, okLo := v["minimum"].(float64)
+				hi, okHi := v["maximum"].(float64)
+				if okLo && okHi && lo >= math.MinInt32 && hi <= math.MaxInt32 {
+					v["format"] = "int32"
+				}
+			}
+		}
+		for _, c := range v {
+			numberFormats(c)
+		}
+	case []any:
+		for _, c := range v {
+			numberFormats(c)
+		}
+	}
+}
+
+// hasType reports whether a JSON Schema "type" (a name or a list) names t.
+func hasType(types any, t string) bool {
+	switch types := types.(type) {
+	case string:
+		return types == t
+	case []any:
+		for _, x := range types {
+			if x == t {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func rewriteRefs(file string, v any) any {
@@ -328,7 +377,7 @@ func parameters() openapi3.ParametersMap {
 	for i, c := range catalog.Collections {
 		names[i] = c.Name
 	}
-	limit := openapi3.NewIntegerSchema().WithMin(wire.MinLimit).WithMax(wire.MaxLimit)
+	limit := openapi3.NewInt32Schema().WithMin(wire.MinLimit).WithMax(wire.MaxLimit)
 	limit.Default = wire.DefaultLimit
 	limit.Description = fmt.Sprintf("Page size, %d to %d, written in plain digits.", wire.MinLimit, wire.MaxLimit)
 	return openapi3.ParametersMap{
@@ -373,10 +422,10 @@ func header(desc string, s *openapi3.Schema) *openapi3.HeaderRef {
 func headers() openapi3.Headers {
 	return openapi3.Headers{
 		"X-Request-ID":          header("The request id: the client's when sane, else generated.", openapi3.NewStringSchema()),
-		"X-RateLimit-Limit":     header("Requests allowed per minute for this key (or client IP).", openapi3.NewIntegerSchema()),
-		"X-RateLimit-Remaining": header("Requests left in the current window.", openapi3.NewIntegerSchema()),
-		"X-RateLimit-Reset":     header("Seconds until the window resets.", openapi3.NewIntegerSchema()),
-		"Retry-After":           header("Whole seconds to wait before retrying.", openapi3.NewIntegerSchema()),
+		"X-RateLimit-Limit":     header("Requests allowed per minute for this key (or client IP).", openapi3.NewInt32Schema()),
+		"X-RateLimit-Remaining": header("Requests left in the current window.", openapi3.NewInt32Schema()),
+		"X-RateLimit-Reset":     header("Seconds until the window resets.", openapi3.NewInt32Schema()),
+		"Retry-After":           header("Whole seconds to wait before retrying.", openapi3.NewInt32Schema()),
 		"Idempotent-Replayed":   header("`true` when this answers a replay of an earlier, identical write.", openapi3.NewStringSchema().WithEnum("true")),
 		"WWW-Authenticate":      header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
 		"ETag":                  header("The file's sha256, quoted.", openapi3.NewStringSchema()),
