@@ -273,6 +273,11 @@ func TestWalkUnderConcurrentIngest(t *testing.T) {
 	require.NotNil(t, first.NextCursor)
 
 	stop := make(chan struct{})
+	// wrote carries a token after each write; the walk takes one before
+	// each of its first pages, so writes interleave with the walk by
+	// construction, not by how fast the writers happen to be.
+	wrote := make(chan struct{}, 1)
+	writersDone := make(chan struct{})
 	var writes atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < 3; w++ {
@@ -303,13 +308,27 @@ func TestWalkUnderConcurrentIngest(t *testing.T) {
 					return
 				}
 				writes.Add(1)
+				select {
+				case wrote <- struct{}{}:
+				default:
+				}
 			}
 		}()
 	}
+	go func() { wg.Wait(); close(writersDone) }()
 
 	got := append([]envelopeDoc{}, first.Data...)
 	cursor := *first.NextCursor
+	interleaved := 0
 	for {
+		if interleaved < 50 {
+			select {
+			case <-wrote:
+				interleaved++
+			case <-writersDone:
+				t.Fatal("the writers stopped during the walk")
+			}
+		}
 		p := a.walkStep(key, "r1", "areas", 7, cursor)
 		got = append(got, p.Data...)
 		if p.NextCursor == nil {
@@ -318,8 +337,9 @@ func TestWalkUnderConcurrentIngest(t *testing.T) {
 		cursor = *p.NextCursor
 	}
 	close(stop)
-	wg.Wait()
-	require.Greater(t, writes.Load(), int64(50), "writers really ran during the walk")
+	<-writersDone
+	require.Equal(t, 50, interleaved, "50 pages were each preceded by a write made during the walk")
+	require.GreaterOrEqual(t, writes.Load(), int64(interleaved))
 
 	require.Len(t, got, n)
 	seen := make(map[string]bool, n)

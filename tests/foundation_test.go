@@ -192,11 +192,12 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	cfg.ShutdownTimeout = 10 * time.Second
 	svc, err := fsapp.New(context.Background(), cfg, slog.New(slog.DiscardHandler), fsapp.Options{})
 	require.NoError(t, err)
-	started, release := make(chan struct{}), make(chan struct{})
+	started, release, handled := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	svc.Engine.GET("/test/slow", func(c *gin.Context) {
 		close(started)
 		<-release
 		c.String(http.StatusOK, "finished")
+		close(handled)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -231,28 +232,33 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		}
 		return true
 	}, 5*time.Second, 20*time.Millisecond)
-	select {
-	case <-served:
-		t.Fatal("Serve returned while a request was in flight")
-	default:
-	}
 	close(release)
 	r := <-got
 	require.NoError(t, r.err)
 	require.Equal(t, "finished", r.body)
 	require.NoError(t, <-served)
+	// Serve returned after the handler did, never while it was in flight:
+	// draining waits for the connection to go idle, so this holds by
+	// ordering, not by timing.
+	select {
+	case <-handled:
+	default:
+		t.Fatal("Serve returned while a request was in flight")
+	}
 	// The app closed its pool after draining.
 	require.Error(t, svc.Store.Ping(context.Background()))
 }
 
 // A request that outlives the drain timeout is cut off and Serve returns.
+// (That draining waits for in-flight requests before the timeout is
+// TestGracefulShutdownFinishesInFlight's part.)
 func TestGracefulShutdownIsBounded(t *testing.T) {
 	t.Parallel()
 	h := gin.New()
-	inFlight := make(chan struct{})
+	hanging := make(chan struct{})
 	h.GET("/hang", func(c *gin.Context) {
-		close(inFlight)
-		<-c.Request.Context().Done()
+		close(hanging)
+		<-c.Request.Context().Done() // never finishes by itself
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -261,17 +267,12 @@ func TestGracefulShutdownIsBounded(t *testing.T) {
 	go func() {
 		served <- server.Serve(ctx, ln, h, server.Options{ShutdownTimeout: 200 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	}()
-	go http.Get("http://" + ln.Addr().String() + "/hang") //nolint:errcheck
-	<-inFlight
-	began := time.Now()
+	go http.Get("http://" + ln.Addr().String() + "/hang") //nolint:errcheck // cut off by design
+	<-hanging
 	cancel()
-	select {
-	case err := <-served:
-		require.NoError(t, err, "a forced close after the drain timeout is not an error")
-		require.GreaterOrEqual(t, time.Since(began), 200*time.Millisecond, "waited for the drain timeout first")
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after the drain timeout")
-	}
+	// The handler never returns on its own, so Serve returning at all is
+	// the bound; the test's own deadline fails it otherwise.
+	require.NoError(t, <-served, "a forced close after the drain timeout is not an error")
 }
 
 // A database that cannot be reached is a retryable 503, never a 500.

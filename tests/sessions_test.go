@@ -138,9 +138,17 @@ func TestMobileSessions(t *testing.T) {
 	a.openSession(shortKey, nil).JSON(t, &short)
 	require.Equal(t, "1800004200000", short.ExpiresAt)
 
-	// Garbage and forged tokens are 401.
+	// Garbage and forged tokens are 401. The forgery keeps the public half
+	// of a token that works (its key is live) and changes one character
+	// of the secret, so the 401 can only come from the secret.
 	requireProblem(t, a.getAs(auth.NewToken().Full, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
-	forged := fresh.AccessToken[:len(fresh.AccessToken)-2] + "AA"
+	require.Equal(t, http.StatusOK, a.getAs(short.AccessToken, "/v1/restaurants").Status, "the genuine token works")
+	last := short.AccessToken[len(short.AccessToken)-1]
+	swap := byte('A')
+	if last == 'A' {
+		swap = 'B'
+	}
+	forged := short.AccessToken[:len(short.AccessToken)-1] + string(swap)
 	requireProblem(t, a.getAs(forged, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
 
 	// Audit rows name the key behind a token.
