@@ -14,7 +14,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test chaos bench load fuzz generate check-generated vet lint-openapi clean
+.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -37,6 +37,14 @@ migrate: build
 ## into the user's cache directory, which takes a few minutes.
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-citus: the integration suite against a Citus cluster: every test
+## database is created on the coordinator CITUS_DATABASE_URL and on the
+## workers CITUS_WORKERS (host:port,...), which are added to it, and
+## migrated (README, "Scaling out"). Not part of `make test` or CI.
+test-citus:
+	@test -n "$$CITUS_DATABASE_URL" -a -n "$$CITUS_WORKERS" || { echo "set CITUS_DATABASE_URL (coordinator admin URL) and CITUS_WORKERS (host:port,...)"; exit 2; }
+	$(GO) test -count=1 -timeout 40m ./tests
 
 ## chaos: the connection-loss test of make test at length (CHAOS_KILLS cuts
 ## of every database connection under load, each way; default 500).

@@ -8,6 +8,8 @@
 //     engine answers (image TEST_POSTGRES_IMAGE, default postgres:16-alpine);
 //  3. the local server at 127.0.0.1:5432 (user postgres), when it answers;
 //  4. otherwise the test fails and says what to set. It never skips.
+//
+// CITUS_DATABASE_URL (make test-citus) overrides all of these: see citus.go.
 package testdb
 
 import (
@@ -86,6 +88,9 @@ func Source() string {
 // the test ends, and returns its connection string.
 func URL(t testing.TB) string {
 	t.Helper()
+	if c := citusURL(); c != "" {
+		return citusDatabase(t, c)
+	}
 	resolveServer()
 	if serverErr != nil {
 		t.Fatalf("testdb: %v", serverErr)
@@ -96,7 +101,7 @@ func URL(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := "foodsafe_test_" + strings.ToLower(rand.Text()[:16])
+	name := "foodsafe_test_" + strings.ToLower(randText()[:16])
 	if err := adminExec(ctx, serverURL, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(templateName)); err != nil {
 		t.Fatalf("testdb: create %s: %v", name, err)
 	}
@@ -289,6 +294,8 @@ func adminExec(ctx context.Context, admin, sql string) error {
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
+
+func randText() string { return rand.Text() }
 
 func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 

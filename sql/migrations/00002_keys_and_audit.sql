@@ -12,6 +12,7 @@ CREATE TABLE api_keys (
     revoked_at    timestamptz,
     CONSTRAINT api_keys_public_id_key UNIQUE (public_id)
 );
+SELECT foodsafe_distribute('api_keys', 'reference');
 
 COMMENT ON TABLE api_keys IS
     'Partner API keys (fsk_<public_id>.<secret>). Looked up by public_id on every request; no cache, so revocation is immediate on every server.';
@@ -29,6 +30,7 @@ CREATE TABLE key_grants (
     granted_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (key_id, restaurant_id, scope)
 );
+SELECT foodsafe_distribute('key_grants', 'reference');
 
 -- Serves the restaurants_id foreign key and "which keys reach restaurant X".
 CREATE INDEX key_grants_restaurant_idx ON key_grants (restaurant_id);

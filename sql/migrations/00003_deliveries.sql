@@ -17,6 +17,7 @@ CREATE TABLE deliveries (
     received_at            timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (restaurant_id, id)
 );
+SELECT foodsafe_distribute('deliveries', 'tenant');
 
 -- The list reads newest first with ties broken by id, both descending; this
 -- index matches that ORDER BY exactly, so a page is one range scan that

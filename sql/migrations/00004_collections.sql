@@ -10,6 +10,7 @@ CREATE TABLE collection_streams (
     last_sequence bigint NOT NULL,
     PRIMARY KEY (restaurant_id, collection)
 );
+SELECT foodsafe_distribute('collection_streams', 'tenant');
 
 COMMENT ON TABLE collection_streams IS
     'Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else.';
@@ -39,6 +40,7 @@ CREATE TABLE record_changes (
     CONSTRAINT record_changes_tombstone_has_no_data CHECK (NOT deleted OR data IS NULL),
     CONSTRAINT record_changes_superseded_later CHECK (superseded_by > sequence)
 );
+SELECT foodsafe_distribute('record_changes', 'tenant');
 
 -- Walks read only versions superseded after their pinned position: a range
 -- on superseded_by, bounded by the writes made since the walk began.
@@ -71,6 +73,7 @@ CREATE TABLE records (
     PRIMARY KEY (restaurant_id, collection, record_id),
     CONSTRAINT records_tombstone_has_no_data CHECK (NOT deleted OR data IS NULL)
 );
+SELECT foodsafe_distribute('records', 'tenant');
 
 -- The walk order: sequence ascending within a stream. Unique because a
 -- sequence names one change, hence one record's current version.

@@ -15,6 +15,7 @@ CREATE TABLE asset_uploads (
     PRIMARY KEY (restaurant_id, collection, record_id, object_key),
     FOREIGN KEY (restaurant_id, collection, record_id) REFERENCES records (restaurant_id, collection, record_id)
 );
+SELECT foodsafe_distribute('asset_uploads', 'tenant');
 
 COMMENT ON TABLE asset_uploads IS
     'One verified file per (record, objectKey); immutable: other bytes for the same objectKey are refused. Bytes live in blob storage under their SHA-256.';
@@ -33,6 +34,7 @@ CREATE TABLE delivery_images (
     PRIMARY KEY (restaurant_id, delivery_id, image_id),
     FOREIGN KEY (restaurant_id, delivery_id) REFERENCES deliveries (restaurant_id, id)
 );
+SELECT foodsafe_distribute('delivery_images', 'tenant');
 
 COMMENT ON TABLE delivery_images IS
     'Verified delivery photographs; listed by delivery in image_id order (the primary key). Immutable per image id.';
@@ -48,6 +50,7 @@ CREATE TABLE mobile_sessions (
     expires_at   timestamptz NOT NULL,
     CONSTRAINT mobile_sessions_public_id_key UNIQUE (public_id)
 );
+SELECT foodsafe_distribute('mobile_sessions', 'reference');
 
 -- Serves the foreign key and the clean-up of a key's expired sessions.
 CREATE INDEX mobile_sessions_key_idx ON mobile_sessions (key_id, expires_at);
@@ -58,6 +61,7 @@ CREATE TABLE session_grants (
     scope         text NOT NULL,
     PRIMARY KEY (session_id, restaurant_id, scope)
 );
+SELECT foodsafe_distribute('session_grants', 'reference');
 
 COMMENT ON TABLE mobile_sessions IS
     'Mobile session tokens (fst_<public_id>.<secret>). A token is refused once expired, once its key is revoked or expired, or once the key lost any grant the token carries.';
