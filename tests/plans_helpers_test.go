@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -85,16 +86,46 @@ type planNode struct {
 	Relation  string  `json:"Relation Name"`
 	PlanRows  float64 `json:"Plan Rows"`
 	// Arbiters are the unique indexes an INSERT ... ON CONFLICT probes.
-	Arbiters []string   `json:"Conflict Arbiter Indexes"`
-	Plans    []planNode `json:"Plans"`
+	Arbiters []string `json:"Conflict Arbiter Indexes"`
+	// Distributed is Citus's part of a Custom Scan: how many shard tasks
+	// the statement runs and the plans the workers made for them.
+	Distributed *struct {
+		Job struct {
+			TaskCount int `json:"Task Count"`
+			Tasks     []struct {
+				RemotePlan [][]struct {
+					Plan planNode `json:"Plan"`
+				} `json:"Remote Plan"`
+			} `json:"Tasks"`
+		} `json:"Job"`
+	} `json:"Distributed Query"`
+	Plans []planNode `json:"Plans"`
 }
 
+// walk visits the plan's nodes, and on Citus the nodes of the plans the
+// workers made, with the shard suffix of their index names removed.
 func (n planNode) walk(f func(planNode)) {
+	n.IndexName = shardSuffix.ReplaceAllString(n.IndexName, "")
+	for i, a := range n.Arbiters {
+		n.Arbiters[i] = shardSuffix.ReplaceAllString(a, "")
+	}
 	f(n)
 	for _, c := range n.Plans {
 		c.walk(f)
 	}
+	if n.Distributed != nil {
+		for _, task := range n.Distributed.Job.Tasks {
+			for _, plans := range task.RemotePlan {
+				for _, p := range plans {
+					p.Plan.walk(f)
+				}
+			}
+		}
+	}
 }
+
+// shardSuffix is what Citus appends to the names of a shard's indexes.
+var shardSuffix = regexp.MustCompile(`_[0-9]+$`)
 
 // explain returns the plan of q, as a custom plan for its arguments or as
 // the generic plan a prepared statement may settle on.

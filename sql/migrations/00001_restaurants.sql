@@ -19,6 +19,10 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RETURN;
     END IF;
+    -- A migration's transaction mixes DDL on reference tables and on the
+    -- distributed tables with foreign keys to them, which Citus allows
+    -- only over one connection per node.
+    PERFORM set_config('citus.multi_shard_modify_mode', 'sequential', true);
     IF kind = 'reference' THEN
         PERFORM create_reference_table(tbl);
     ELSIF tbl = 'deliveries'::regclass THEN
