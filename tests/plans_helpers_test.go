@@ -37,6 +37,19 @@ func (r *queryRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.
 
 func (r *queryRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The statements of a pipeline (pgx.Batch) are recorded one by one too.
+func (r *queryRecorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r *queryRecorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, sentQuery{SQL: d.SQL, Args: d.Args})
+}
+
+func (r *queryRecorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // take returns and forgets what was recorded.
 func (r *queryRecorder) take() []sentQuery {
 	r.mu.Lock()

@@ -85,7 +85,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			ByteLength: u.ByteLength, UploadedAt: receivedAt, MutationID: mutationID}); err != nil {
 			return err
 		}
-		row, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams{
+		row, err := s.applyChange(ctx, q, db.RecordChangeAppendParams{
 			RestaurantID: k.RestaurantID, Collection: k.Collection, Sequence: seq, RecordID: k.RecordID,
 			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: receivedAt,
 			PayloadVersion: rec.PayloadVersion, RequestSha256: fp[:],

@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,6 +18,9 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	q    *db.Queries
+	// citus is whether the database has the citus extension, which picks
+	// ingest's statements (applyChange): 0 not known yet, 1 no, 2 yes.
+	citus atomic.Int32
 }
 
 // PlannerSettings are set on every connection the service opens (as

@@ -9,6 +9,19 @@ import (
 	"context"
 )
 
+const citusInstalled = `-- name: CitusInstalled :one
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') AS installed
+`
+
+// Serves the store's choice of ingest statements, once per process.
+// pg_extension is tiny; a catalogue lookup.
+func (q *Queries) CitusInstalled(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, citusInstalled)
+	var installed bool
+	err := row.Scan(&installed)
+	return installed, err
+}
+
 const schemaVersion = `-- name: SchemaVersion :one
 SELECT COALESCE(max(version_id), 0)::bigint AS version
 FROM goose_db_version

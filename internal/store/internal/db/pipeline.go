@@ -1,0 +1,50 @@
+// This file is written by hand (sqlc generates the others): sqlc compiles
+// each statement on its own and has no batch spanning several, so the one
+// pipeline ingest needs is assembled here from the compiled statements.
+
+package db
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// batchSender is what a pgx connection, pool or transaction offers to
+// pipeline statements.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// RecordApply appends a change and makes it the record's current state:
+// RecordChangeAppend, RecordSupersedePrevious and RecordUpsertCurrent, in
+// that order, sent as one pipeline inside the caller's transaction (one
+// round trip, like a single statement, while each statement stays on one
+// restaurant's shard on Citus). When the mutation id exists already the
+// append returns no row (pgx.ErrNoRows), and the two others, which act only
+// on the appended change, do nothing.
+func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams) (RecordChangeAppendRow, error) {
+	sender, ok := q.db.(batchSender)
+	if !ok {
+		return RecordChangeAppendRow{}, errors.New("db: RecordApply needs a connection or transaction that pipelines")
+	}
+	b := &pgx.Batch{}
+	b.Queue(recordChangeAppend, arg.RestaurantID, arg.Collection, arg.Sequence, arg.RecordID, arg.MutationID,
+		arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt, arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256)
+	b.Queue(recordSupersedePrevious, arg.Sequence, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
+	b.Queue(recordUpsertCurrent, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
+	br := sender.SendBatch(ctx, b)
+	var i RecordChangeAppendRow
+	appendErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
+		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)
+	_, supersedeErr := br.Exec()
+	_, upsertErr := br.Exec()
+	closeErr := br.Close()
+	for _, err := range []error{supersedeErr, upsertErr, closeErr} {
+		if err != nil {
+			return RecordChangeAppendRow{}, err
+		}
+	}
+	return i, appendErr
+}

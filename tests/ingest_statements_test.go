@@ -1,0 +1,119 @@
+package tests
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+// Ingest runs one statement on plain PostgreSQL and three pipelined
+// single-shard statements on Citus. Both leave the same history and the
+// same current state for the same mutations: creates, updates, replays,
+// a conflicting reuse, a tombstone, and an identical
+// mutation raced from eight writers.
+func TestIngestStatementsAgree(t *testing.T) {
+	t.Parallel()
+	type outcome struct {
+		History []string
+		Current []string
+	}
+	run := func(t *testing.T, distributed bool) outcome {
+		dbURL := testdb.URL(t)
+		execSQL(t, dbURL, `INSERT INTO restaurants (id) VALUES ('r1')`)
+		st, _ := recordingStore(t, dbURL)
+		if distributed {
+			st.UseDistributedIngest()
+		}
+		ctx := context.Background()
+		ingest := func(record, mutation, body string, deleted bool) (string, bool, error) {
+			m := store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas", RecordID: record},
+				MutationID: mutation, Deleted: deleted, CapturedAt: 1, PayloadVersion: 1}
+			if !deleted {
+				m.Data = []byte(body)
+			}
+			d := sha256.Sum256([]byte(record + body))
+			m.RequestSHA256 = d[:]
+			e, replayed, err := st.RecordIngest(ctx, m, 1)
+			return fmt.Sprint(int64(e.Sequence)), replayed, err
+		}
+		seq, replayed, err := ingest("a", "m1", `{"name":"a1","isDeleted":false}`, false)
+		require.NoError(t, err)
+		require.Equal(t, "1", seq)
+		require.False(t, replayed)
+		seq, _, err = ingest("a", "m2", `{"name":"a2","isDeleted":false}`, false)
+		require.NoError(t, err)
+		require.Equal(t, "2", seq)
+		seq, replayed, err = ingest("a", "m2", `{"name":"a2","isDeleted":false}`, false)
+		require.NoError(t, err)
+		require.Equal(t, "2", seq, "a replay answers the original")
+		require.True(t, replayed)
+		_, _, err = ingest("a", "m2", `{"name":"other","isDeleted":false}`, false)
+		require.True(t, apperr.Is(err, apperr.Conflict), "%v", err)
+		_, _, err = ingest("b", "m3", `{"name":"b1","isDeleted":false}`, false)
+		require.NoError(t, err)
+		_, _, err = ingest("b", "m4", "", true)
+		require.NoError(t, err)
+
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		replays := make([]bool, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, replays[i], errs[i] = ingest("c", "m5", `{"name":"c1","isDeleted":false}`, false)
+			}()
+		}
+		wg.Wait()
+		applied := 0
+		for i, err := range errs {
+			require.NoError(t, err)
+			if !replays[i] {
+				applied++
+			}
+		}
+		require.Equal(t, 1, applied, "raced identical mutations apply once")
+
+		var out outcome
+		rows, err := st.Pool().Query(ctx, `SELECT record_id, mutation_id, sequence, deleted, coalesce(data::text, ''),
+		                                          coalesce(superseded_by::text, '') FROM record_changes ORDER BY sequence`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var rec, mut, data, sup string
+			var seq int64
+			var del bool
+			require.NoError(t, rows.Scan(&rec, &mut, &seq, &del, &data, &sup))
+			out.History = append(out.History, fmt.Sprintf("%s %s %d %v %s superseded by %q", rec, mut, seq, del, data, sup))
+		}
+		require.NoError(t, rows.Err())
+		rows, err = st.Pool().Query(ctx, `SELECT record_id, mutation_id, sequence, deleted, coalesce(data::text, '') FROM records ORDER BY record_id`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var rec, mut, data string
+			var seq int64
+			var del bool
+			require.NoError(t, rows.Scan(&rec, &mut, &seq, &del, &data))
+			out.Current = append(out.Current, fmt.Sprintf("%s %s %d %v %s", rec, mut, seq, del, data))
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	single := run(t, false)
+	pipelined := run(t, true)
+	require.Equal(t, single, pipelined)
+	require.Equal(t, []string{
+		`a m2 2 false {"name": "a2", "isDeleted": false}`,
+		`b m4 4 true `,
+		`c m5 5 false {"name": "c1", "isDeleted": false}`,
+	}, single.Current)
+	require.Contains(t, single.History, `a m1 1 false {"name": "a1", "isDeleted": false} superseded by "2"`)
+	require.Contains(t, single.History, `b m3 3 false {"name": "b1", "isDeleted": false} superseded by "4"`)
+}
