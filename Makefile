@@ -4,6 +4,9 @@ SHELL        := /bin/bash
 GO           ?= go
 PKG          := github.com/foodsafe/foodsafe
 SQLC_VERSION := v1.31.1
+# staticcheck and deadcode, pinned like sqlc (make lint).
+STATICCHECK_VERSION := v0.8.2
+DEADCODE_VERSION    := v0.52.0
 # sqlc is pinned and built from source without cgo (no system libraries).
 SQLC         := CGO_ENABLED=0 $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable
@@ -14,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint-openapi clean
+.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint lint-openapi clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -81,6 +84,13 @@ check-generated:
 
 vet:
 	$(GO) vet ./...
+
+## lint: staticcheck and deadcode (tests count as callers), pinned.
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@# deadcode exits 0 with findings; any output fails the target.
+	@out=$$($(GO) run golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION) -test ./...) || exit 1; \
+		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
 ## lint-openapi: lint the generated OpenAPI document with spectral (pinned in .ci/package-lock.json).
 lint-openapi:

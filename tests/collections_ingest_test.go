@@ -131,100 +131,148 @@ func TestSoftDeleteIsData(t *testing.T) {
 	require.False(t, p.Data[0].Deleted)
 }
 
+// ingestErrorsBundle is what each TestIngestRequestErrors case starts
+// from: an app refusing bodies over 32 KiB, a writer key, and a valid
+// snapshot for one path.
+type ingestErrorsBundle struct {
+	a    *app
+	key  string
+	good map[string]any
+	path string
+}
+
+// with returns a copy of the valid snapshot changed by f.
+func (b *ingestErrorsBundle) with(t *testing.T, f func(map[string]any)) map[string]any {
+	t.Helper()
+	c := deepCopy(t, b.good)
+	f(c)
+	return c
+}
+
+// requireChanges asserts how many changes the stream holds: refused
+// requests write nothing.
+func (b *ingestErrorsBundle) requireChanges(t *testing.T, want int) {
+	t.Helper()
+	var n int
+	require.NoError(t, b.a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&n))
+	require.Equal(t, want, n)
+}
+
 func TestIngestRequestErrors(t *testing.T) {
 	t.Parallel()
-	a := newApp(t, withConfig(func(c *config.Config) { c.MaxBodyBytes = 32 << 10 }))
-	a.addRestaurants("r1")
-	key := a.newKey(grant("r1", "areas:write"))
-	good := snapshot("r1", "a1", "m1", 1, false, area("Kitchen"))
-	path := ingestPath("r1", "areas", "a1", "m1")
-	with := func(f func(map[string]any)) map[string]any {
-		b := deepCopy(t, good)
-		f(b)
-		return b
+	setup := func(t *testing.T) *ingestErrorsBundle {
+		t.Helper()
+		a := newApp(t, withConfig(func(c *config.Config) { c.MaxBodyBytes = 32 << 10 }))
+		a.addRestaurants("r1")
+		return &ingestErrorsBundle{a: a, key: a.newKey(grant("r1", "areas:write")),
+			good: snapshot("r1", "a1", "m1", 1, false, area("Kitchen")), path: ingestPath("r1", "areas", "a1", "m1")}
 	}
 
-	bodyCases := map[string]struct {
-		body    map[string]any
-		pointer string
-	}{
-		"body id differs":         {with(func(b map[string]any) { b["id"] = "a2" }), "/id"},
-		"body restaurant differs": {with(func(b map[string]any) { b["restaurantId"] = "r2" }), "/restaurantId"},
-		"body mutation differs":   {with(func(b map[string]any) { b["mutationId"] = "m2" }), "/mutationId"},
-		"payloadVersion 2":        {with(func(b map[string]any) { b["payloadVersion"] = 2 }), "/payloadVersion"},
-		"sourceVersion string":    {with(func(b map[string]any) { b["sourceVersion"] = "v1" }), "/sourceVersion"},
-		"deleted missing":         {with(func(b map[string]any) { delete(b, "deleted") }), "/deleted"},
-		"deleted not bool":        {with(func(b map[string]any) { b["deleted"] = "false" }), "/deleted"},
-		"live without data":       {with(func(b map[string]any) { delete(b, "data") }), "/data"},
-		"data not object":         {with(func(b map[string]any) { b["data"] = []any{} }), "/data"},
-		"unknown envelope member": {with(func(b map[string]any) { b["collection"] = "areas" }), "/collection"},
-		"capturedAt missing":      {with(func(b map[string]any) { delete(b, "capturedAt") }), "/capturedAt"},
-		"mutationId missing":      {with(func(b map[string]any) { delete(b, "mutationId") }), "/mutationId"},
-		"data member invalid":     {with(func(b map[string]any) { b["data"].(map[string]any)["name"] = false }), "/data/name"},
-		"data member missing":     {with(func(b map[string]any) { delete(b["data"].(map[string]any), "isDeleted") }), "/data/isDeleted"},
-	}
-	for name, tc := range bodyCases {
-		t.Run(name, func(t *testing.T) {
-			p := requireProblem(t, a.putJSON(key, path, tc.body, "Idempotency-Key", "m1"), http.StatusBadRequest, "invalid-request")
-			var ptrs []string
-			for _, e := range p.Errors {
-				ptrs = append(ptrs, e.Pointer)
-			}
-			require.Contains(t, ptrs, tc.pointer, "%+v", p.Errors)
-		})
-	}
+	t.Run("invalid body members point at the member", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a, key, path, with := b.a, b.key, b.path, func(f func(map[string]any)) map[string]any { return b.with(t, f) }
+		bodyCases := map[string]struct {
+			body    map[string]any
+			pointer string
+		}{
+			"body id differs":         {with(func(b map[string]any) { b["id"] = "a2" }), "/id"},
+			"body restaurant differs": {with(func(b map[string]any) { b["restaurantId"] = "r2" }), "/restaurantId"},
+			"body mutation differs":   {with(func(b map[string]any) { b["mutationId"] = "m2" }), "/mutationId"},
+			"payloadVersion 2":        {with(func(b map[string]any) { b["payloadVersion"] = 2 }), "/payloadVersion"},
+			"sourceVersion string":    {with(func(b map[string]any) { b["sourceVersion"] = "v1" }), "/sourceVersion"},
+			"deleted missing":         {with(func(b map[string]any) { delete(b, "deleted") }), "/deleted"},
+			"deleted not bool":        {with(func(b map[string]any) { b["deleted"] = "false" }), "/deleted"},
+			"live without data":       {with(func(b map[string]any) { delete(b, "data") }), "/data"},
+			"data not object":         {with(func(b map[string]any) { b["data"] = []any{} }), "/data"},
+			"unknown envelope member": {with(func(b map[string]any) { b["collection"] = "areas" }), "/collection"},
+			"capturedAt missing":      {with(func(b map[string]any) { delete(b, "capturedAt") }), "/capturedAt"},
+			"mutationId missing":      {with(func(b map[string]any) { delete(b, "mutationId") }), "/mutationId"},
+			"data member invalid":     {with(func(b map[string]any) { b["data"].(map[string]any)["name"] = false }), "/data/name"},
+			"data member missing":     {with(func(b map[string]any) { delete(b["data"].(map[string]any), "isDeleted") }), "/data/isDeleted"},
+		}
+		for name, tc := range bodyCases {
+			t.Run(name, func(t *testing.T) {
+				p := requireProblem(t, a.putJSON(key, path, tc.body, "Idempotency-Key", "m1"), http.StatusBadRequest, "invalid-request")
+				var ptrs []string
+				for _, e := range p.Errors {
+					ptrs = append(ptrs, e.Pointer)
+				}
+				require.Contains(t, ptrs, tc.pointer, "%+v", p.Errors)
+			})
+		}
+		b.requireChanges(t, 0)
+	})
 
-	headerCases := map[string]struct {
-		headers []string
-		param   string
-	}{
-		"no Idempotency-Key":     {nil, "Idempotency-Key"},
-		"other Idempotency-Key":  {[]string{"Idempotency-Key", "m2"}, "Idempotency-Key"},
-		"empty Idempotency-Key":  {[]string{"Idempotency-Key", ""}, "Idempotency-Key"},
-		"lowercase header works": {[]string{"idempotency-key", "m1"}, ""},
-	}
-	for name, tc := range headerCases {
-		t.Run(name, func(t *testing.T) {
-			r := a.putJSON(key, path, good, tc.headers...)
-			if tc.param == "" {
-				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
-				return
-			}
-			p := requireProblem(t, r, http.StatusBadRequest, "invalid-request")
-			require.Equal(t, tc.param, p.Errors[0].Parameter)
-		})
-	}
+	t.Run("the Idempotency-Key header must repeat the mutation id", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a, key, path, good := b.a, b.key, b.path, b.good
+		headerCases := map[string]struct {
+			headers []string
+			param   string
+		}{
+			"no Idempotency-Key":     {nil, "Idempotency-Key"},
+			"other Idempotency-Key":  {[]string{"Idempotency-Key", "m2"}, "Idempotency-Key"},
+			"empty Idempotency-Key":  {[]string{"Idempotency-Key", ""}, "Idempotency-Key"},
+			"lowercase header works": {[]string{"idempotency-key", "m1"}, ""},
+		}
+		for name, tc := range headerCases {
+			t.Run(name, func(t *testing.T) {
+				r := a.putJSON(key, path, good, tc.headers...)
+				if tc.param == "" {
+					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+					return
+				}
+				p := requireProblem(t, r, http.StatusBadRequest, "invalid-request")
+				require.Equal(t, tc.param, p.Errors[0].Parameter)
+			})
+		}
+		// Only the one accepted request wrote.
+		b.requireChanges(t, 1)
+	})
 
-	p := requireProblem(t, a.putJSON(key, ingestPath("r1", "areas", "a%20b", "m9"), good, "Idempotency-Key", "m9"), http.StatusBadRequest, "invalid-request")
-	require.Equal(t, "recordId", p.Errors[0].Parameter)
-	p = requireProblem(t, a.putJSON(key, ingestPath("r1", "areas", "a1", "-m"), good, "Idempotency-Key", "-m"), http.StatusBadRequest, "invalid-request")
-	require.Equal(t, "mutationId", p.Errors[0].Parameter)
+	t.Run("invalid ids in the path name the parameter", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a, key, good := b.a, b.key, b.good
+		p := requireProblem(t, a.putJSON(key, ingestPath("r1", "areas", "a%20b", "m9"), good, "Idempotency-Key", "m9"), http.StatusBadRequest, "invalid-request")
+		require.Equal(t, "recordId", p.Errors[0].Parameter)
+		p = requireProblem(t, a.putJSON(key, ingestPath("r1", "areas", "a1", "-m"), good, "Idempotency-Key", "-m"), http.StatusBadRequest, "invalid-request")
+		require.Equal(t, "mutationId", p.Errors[0].Parameter)
+		b.requireChanges(t, 0)
+	})
 
-	for name, raw := range map[string]struct{ ct, body string }{
-		"not json":       {"application/json", `{"id":"a1",`},
-		"array":          {"application/json", `[]`},
-		"null":           {"application/json", `null`},
-		"wrong type":     {"text/plain", string(mustJSON(t, good))},
-		"no type":        {"", string(mustJSON(t, good))},
-		"two objects":    {"application/json", string(mustJSON(t, good)) + "{}"},
-		"invalid utf8":   {"application/json", "{\"id\":\"\xff\"}"},
-		"deeply nested":  {"application/json", strings.Repeat("[", 12000) + strings.Repeat("]", 12000)},
-		"number too big": {"application/json", strings.Replace(string(mustJSON(t, good)), `"payloadVersion":1`, `"payloadVersion":1e999`, 1)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			r := a.putRaw(key, path, raw.ct, []byte(raw.body), "Idempotency-Key", "m1")
-			requireProblem(t, r, http.StatusBadRequest, "invalid-request")
-		})
-	}
+	t.Run("bodies that are not one JSON object", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		a, key, path, good := b.a, b.key, b.path, b.good
+		for name, raw := range map[string]struct{ ct, body string }{
+			"not json":       {"application/json", `{"id":"a1",`},
+			"array":          {"application/json", `[]`},
+			"null":           {"application/json", `null`},
+			"wrong type":     {"text/plain", string(mustJSON(t, good))},
+			"no type":        {"", string(mustJSON(t, good))},
+			"two objects":    {"application/json", string(mustJSON(t, good)) + "{}"},
+			"invalid utf8":   {"application/json", "{\"id\":\"\xff\"}"},
+			"deeply nested":  {"application/json", strings.Repeat("[", 12000) + strings.Repeat("]", 12000)},
+			"number too big": {"application/json", strings.Replace(string(mustJSON(t, good)), `"payloadVersion":1`, `"payloadVersion":1e999`, 1)},
+		} {
+			t.Run(name, func(t *testing.T) {
+				r := a.putRaw(key, path, raw.ct, []byte(raw.body), "Idempotency-Key", "m1")
+				requireProblem(t, r, http.StatusBadRequest, "invalid-request")
+			})
+		}
+		b.requireChanges(t, 0)
+	})
 
-	big := with(func(b map[string]any) { b["data"].(map[string]any)["name"] = strings.Repeat("x", 40<<10) })
-	requireProblem(t, a.putJSON(key, path, big, "Idempotency-Key", "m1"), http.StatusRequestEntityTooLarge, "payload-too-large")
-
-	// None of the refused requests wrote anything: the stream is untouched
-	// except by the one accepted request above.
-	var n int
-	require.NoError(t, a.store().Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&n))
-	require.Equal(t, 1, n)
+	t.Run("a body over the limit is 413", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		big := b.with(t, func(b map[string]any) { b["data"].(map[string]any)["name"] = strings.Repeat("x", 40<<10) })
+		requireProblem(t, b.a.putJSON(b.key, b.path, big, "Idempotency-Key", "m1"), http.StatusRequestEntityTooLarge, "payload-too-large")
+		b.requireChanges(t, 0)
+	})
 }
 
 // Twenty identical submissions racing: applied once, all answered 200.

@@ -93,9 +93,8 @@ const (
 )
 
 type limiterFamilies struct {
-	limited    map[Bucket]prometheus.Counter
-	fallbacks  prometheus.Counter
-	backendVec *prometheus.GaugeVec
+	limited   map[Bucket]prometheus.Counter
+	fallbacks prometheus.Counter
 }
 
 func (f *limiterFamilies) init(reg *prometheus.Registry) {
