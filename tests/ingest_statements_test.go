@@ -117,3 +117,35 @@ func TestIngestStatementsAgree(t *testing.T) {
 	require.Contains(t, single.History, `a m1 1 false {"name": "a1", "isDeleted": false} superseded by "2"`)
 	require.Contains(t, single.History, `b m3 3 false {"name": "b1", "isDeleted": false} superseded by "4"`)
 }
+
+// BenchmarkIngestStatements compares the two ways ingest applies a change
+// on plain PostgreSQL, at store level on one stream: the single statement
+// plain PostgreSQL uses, and the pipeline of three single-shard statements
+// Citus needs. README ("Scaling out") quotes it.
+func BenchmarkIngestStatements(b *testing.B) {
+	for _, path := range []string{"single-statement", "pipelined"} {
+		b.Run(path, func(b *testing.B) {
+			dbURL := testdb.URL(b)
+			ctx := context.Background()
+			st, err := store.Open(ctx, dbURL)
+			require.NoError(b, err)
+			defer st.Close()
+			_, err = st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+			require.NoError(b, err)
+			if path == "pipelined" {
+				st.UseDistributedIngest()
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				body := []byte(fmt.Sprintf(`{"name":"v-%d","isDeleted":false}`, i))
+				d := sha256.Sum256(body)
+				_, _, err := st.RecordIngest(ctx, store.Mutation{
+					RecordKey:  store.RecordKey{RestaurantID: "r1", Collection: "areas", RecordID: fmt.Sprintf("rec-%d", i%100)},
+					MutationID: fmt.Sprintf("m-%d", i), Data: body, CapturedAt: 1, PayloadVersion: 1, RequestSHA256: d[:]}, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
