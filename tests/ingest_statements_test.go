@@ -62,6 +62,13 @@ func TestIngestStatementsAgree(t *testing.T) {
 		_, _, err = ingest("b", "m4", "", true)
 		require.NoError(t, err)
 
+		// A statement that fails reports its own error, not the aborted
+		// transaction of the statements pipelined after it.
+		d := sha256.Sum256([]byte("bad"))
+		_, _, err = st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas", RecordID: "bad"},
+			MutationID: "m-bad", Deleted: true, Data: []byte(`{"name":"x"}`), CapturedAt: 1, PayloadVersion: 1, RequestSHA256: d[:]}, 1)
+		require.ErrorContains(t, err, "record_changes_tombstone_has_no_data")
+
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		replays := make([]bool, 8)

@@ -41,8 +41,11 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 	_, supersedeErr := br.Exec()
 	_, upsertErr := br.Exec()
 	closeErr := br.Close()
-	for _, err := range []error{supersedeErr, upsertErr, closeErr} {
-		if err != nil {
+	// The first failure in pipeline order is the cause; the statements
+	// after it only report the aborted transaction. No row from the append
+	// is not a failure of the pipeline.
+	for _, err := range []error{appendErr, supersedeErr, upsertErr, closeErr} {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return RecordChangeAppendRow{}, err
 		}
 	}
