@@ -157,3 +157,21 @@ func TestRateLimitRedisDownFallsBackToMemory(t *testing.T) {
 	require429(t, a.getAs(key, "/v1/restaurants"))
 	require.Contains(t, a.logs.String(), "Redis unavailable")
 }
+
+// The documentation is not rate limited, so reading it never spends the
+// budget of the address a partner tests from; other open routes still are.
+func TestDocumentationIsNeverLimited(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRateLimit(1))
+	for i := 0; i < 3; i++ {
+		for _, p := range []string{"/v1/openapi.json", "/openapi.json", "/v1/docs", "/docs"} {
+			r := a.get(p)
+			require.Equal(t, http.StatusOK, r.Status, p)
+			require.Empty(t, r.Header.Get("X-RateLimit-Limit"), p)
+		}
+	}
+	r := a.get("/no/such/route")
+	requireProblem(t, r, http.StatusNotFound, "not-found")
+	require429(t, a.get("/no/such/route"))
+	require.Equal(t, http.StatusOK, a.get("/v1/docs").Status, "the docs stay readable when the address's budget is spent")
+}

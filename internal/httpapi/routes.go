@@ -18,6 +18,12 @@ const (
 	accessHealth access = iota
 	// accessOpen: no authentication, limited per client IP.
 	accessOpen
+	// accessDocs: no authentication, not rate limited: the documentation
+	// (page, its assets, the OpenAPI document), served from memory. A
+	// developer reading the docs during a rate-limit test must not spend
+	// the budget of the address the test runs from (one page load is
+	// about seven requests).
+	accessDocs
 	// accessPartner: bearer key (or session token), limited per key.
 	accessPartner
 )
@@ -60,28 +66,28 @@ func (a *API) routes() []route {
 			ID: "getVersion", Tag: "Health", Summary: "What is running",
 			Description: "Service version, commit, Go version and the database's schema version.", OK: jsonBody("VersionReport")}},
 
-		{Method: "GET", Path: "/v1/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/openapi.json", Access: accessDocs, Handler: a.openAPIDocument, Doc: openapi.Op{
 			ID: "getOpenAPIDocument", Tag: "Documentation", Summary: "This OpenAPI document",
 			Description: "Generated at start-up from the route table and the JSON Schemas; authoritative over prose (spec 9.5). " +
 				"Also served at /openapi.json.",
 			OK: openapi.Response{Media: "application/json"}}},
-		{Method: "GET", Path: "/v1/docs", Access: accessOpen, Handler: a.docsPage(docsV1), Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/docs", Access: accessDocs, Handler: a.docsPage(docsV1), Doc: openapi.Op{
 			ID: "getDocsPage", Tag: "Documentation", Summary: "Human-readable API documentation",
 			Description: "Swagger UI rendering /v1/openapi.json, served from assets embedded in the binary. Also served at /docs.",
 			OK:          openapi.Response{Media: "text/html"}}},
-		{Method: "GET", Path: "/v1/docs/:asset", Access: accessOpen, Handler: a.docsPage(docsV1), Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/docs/:asset", Access: accessDocs, Handler: a.docsPage(docsV1), Doc: openapi.Op{
 			ID: "getDocsAsset", Tag: "Documentation", Summary: "A file of the documentation page",
 			Description: "Scripts, styles and icons of the documentation page.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
-		{Method: "GET", Path: "/openapi.json", Access: accessOpen, Handler: a.openAPIDocument, Doc: openapi.Op{
+		{Method: "GET", Path: "/openapi.json", Access: accessDocs, Handler: a.openAPIDocument, Doc: openapi.Op{
 			ID: "getOpenAPIDocumentAlias", Tag: "Documentation", Summary: "This OpenAPI document (alias of /v1/openapi.json)",
 			Description: "The same document as /v1/openapi.json, kept at its first address.",
 			OK:          openapi.Response{Media: "application/json"}}},
-		{Method: "GET", Path: "/docs", Access: accessOpen, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
+		{Method: "GET", Path: "/docs", Access: accessDocs, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
 			ID: "getDocsPageAlias", Tag: "Documentation", Summary: "Human-readable API documentation (alias of /v1/docs)",
 			Description: "The same page as /v1/docs, kept at its first address.",
 			OK:          openapi.Response{Media: "text/html"}}},
-		{Method: "GET", Path: "/docs/:asset", Access: accessOpen, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
+		{Method: "GET", Path: "/docs/:asset", Access: accessDocs, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
 			ID: "getDocsAssetAlias", Tag: "Documentation", Summary: "A file of the documentation page (alias)",
 			Description: "Scripts, styles and icons of the documentation page at /docs.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
