@@ -57,6 +57,7 @@ func TestAuditRecordsAndFlushesOnShutdown(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, a.getAs("fsk_aaaaaaaaaaaaaaaa."+secretOf(key), "/v1/restaurants", "X-Request-ID", "audit-unknown").Status)
 	require.Equal(t, http.StatusUnauthorized, a.get("/v1/restaurants", "X-Request-ID", "audit-missing").Status)
 	require.Equal(t, http.StatusNotFound, a.get("/nowhere", "X-Request-ID", "audit-404").Status)
+	require.Equal(t, http.StatusUnauthorized, a.get("/v1/restaurants/r1/deliveries?from=0&to=1", "X-Request-ID", "audit-template").Status)
 	for i := 0; i < 3; i++ {
 		require.Equal(t, http.StatusOK, a.get("/health/ready", "X-Request-ID", "audit-health").Status)
 		require.Equal(t, http.StatusOK, a.get("/health/live", "X-Request-ID", "audit-health").Status)
@@ -90,9 +91,13 @@ func TestAuditRecordsAndFlushesOnShutdown(t *testing.T) {
 	require.True(t, found)
 	require.Equal(t, "(unmatched)", nf.Route)
 
+	tpl, found := findEvent(events, "audit-template")
+	require.True(t, found)
+	require.Equal(t, "/v1/restaurants/{restaurantId}/deliveries", tpl.Route, "the route in the OpenAPI document's form")
+
 	_, found = findEvent(events, "audit-health")
 	require.False(t, found, "successful health probes are not audited")
-	require.Len(t, events, 4)
+	require.Len(t, events, 5)
 }
 
 func TestAuditFlushesOnInterval(t *testing.T) {

@@ -128,6 +128,13 @@ func TestCLIKeyLifecycle(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.Stderr)
 	requireProblem(t, a.getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
 	require.Contains(t, a.cli("keys", "list").Stdout, "revoked")
+	// A grant on a revoked key could never be used: refused, nothing written.
+	r = a.cli("keys", "grant", pub, "--grant", "r2=fryer-checks:read")
+	require.Equal(t, 2, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "revoked")
+	r = a.cli("keys", "list", "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
+	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
 
 	// audit shows the key's requests, including the refused one
 	require.NoError(t, a.svc.Audit.Close(t.Context()))
@@ -148,28 +155,32 @@ func TestCLIBadInput(t *testing.T) {
 	pub := publicID(t, strings.TrimSpace(r.Stdout))
 
 	cases := map[string][]string{
-		"unknown restaurant":        {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--grant", "nope=deliveries:read"},
-		"unknown scope":             {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read,deliveries:delete"},
-		"scope of unknown coll.":    {"keys", "create", "--name", "x", "--grant", "r1=fridges:read"},
-		"malformed grant":           {"keys", "create", "--name", "x", "--grant", "r1"},
-		"empty scope list":          {"keys", "create", "--name", "x", "--grant", "r1="},
-		"bad restaurant id":         {"keys", "create", "--name", "x", "--grant", "-r1=deliveries:read"},
-		"no grant":                  {"keys", "create", "--name", "x"},
-		"no name":                   {"keys", "create", "--grant", "r1=deliveries:read"},
-		"bad expiry":                {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "soon"},
-		"negative expiry":           {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "-5m"},
-		"unknown flag":              {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--admin"},
-		"grant unknown restaurant":  {"keys", "grant", pub, "--grant", "nope=deliveries:read"},
-		"grant unknown key":         {"keys", "grant", "zzzzzzzzzzzzzzzz", "--grant", "r1=deliveries:read"},
-		"revoke unknown key":        {"keys", "revoke", "zzzzzzzzzzzzzzzz"},
-		"revoke malformed id":       {"keys", "revoke", "fsk_whole.key"},
-		"ungrant unknown scope":     {"keys", "ungrant", pub, "r1=deliveries:nope"},
-		"restaurant bad id":         {"restaurants", "add", "has space"},
-		"restaurant missing id":     {"restaurants", "add"},
-		"unknown command":           {"keyz", "list"},
-		"audit bad since":           {"audit", "--since", "yesterday"},
-		"migrate with extra args":   {"migrate", "now"},
-		"ungrant malformed restaur": {"keys", "ungrant", pub, "=deliveries:read"},
+		"unknown restaurant":         {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--grant", "nope=deliveries:read"},
+		"unknown scope":              {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read,deliveries:delete"},
+		"scope of unknown coll.":     {"keys", "create", "--name", "x", "--grant", "r1=fridges:read"},
+		"malformed grant":            {"keys", "create", "--name", "x", "--grant", "r1"},
+		"empty scope list":           {"keys", "create", "--name", "x", "--grant", "r1="},
+		"bad restaurant id":          {"keys", "create", "--name", "x", "--grant", "-r1=deliveries:read"},
+		"no grant":                   {"keys", "create", "--name", "x"},
+		"no name":                    {"keys", "create", "--grant", "r1=deliveries:read"},
+		"bad expiry":                 {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "soon"},
+		"negative expiry":            {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--expires-in", "-5m"},
+		"unknown flag":               {"keys", "create", "--name", "x", "--grant", "r1=deliveries:read", "--admin"},
+		"grant unknown restaurant":   {"keys", "grant", pub, "--grant", "nope=deliveries:read"},
+		"grant unknown key":          {"keys", "grant", "zzzzzzzzzzzzzzzz", "--grant", "r1=deliveries:read"},
+		"revoke unknown key":         {"keys", "revoke", "zzzzzzzzzzzzzzzz"},
+		"revoke malformed id":        {"keys", "revoke", "fsk_whole.key"},
+		"ungrant unknown scope":      {"keys", "ungrant", pub, "r1=deliveries:nope"},
+		"restaurant bad id":          {"restaurants", "add", "has space"},
+		"restaurant missing id":      {"restaurants", "add"},
+		"unknown command":            {"keyz", "list"},
+		"audit bad since":            {"audit", "--since", "yesterday"},
+		"migrate with extra args":    {"migrate", "now"},
+		"ungrant malformed restaur":  {"keys", "ungrant", pub, "=deliveries:read"},
+		"ungrant unknown restaurant": {"keys", "ungrant", pub, "nope"},
+		"ungrant scope not held":     {"keys", "ungrant", pub, "r1=areas:read"},
+		"audit bad key":              {"audit", "--key", "BAD"},
+		"audit bad restaurant":       {"audit", "--restaurant", "bad id!"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
@@ -24,6 +25,16 @@ func auditCmd() *cobra.Command {
 			}
 			if limit < 1 || limit > 100000 {
 				return usagef("--limit must be between 1 and 100000")
+			}
+			// A filter that cannot match anything is a typo, not an empty
+			// trail.
+			if key != "" {
+				if err := requirePublicID(key); err != nil {
+					return err
+				}
+			}
+			if restaurant != "" && !ids.Valid(restaurant) {
+				return usagef("%q is not a valid restaurant id", restaurant)
 			}
 			st, err := openStore(cmd.Context())
 			if err != nil {

@@ -252,6 +252,11 @@ func keysUngrantCmd() *cobra.Command {
 			if err != nil {
 				return adminError(err)
 			}
+			if n == 0 {
+				// An unknown restaurant, or scopes the key does not hold:
+				// most likely a typo, so it fails like one.
+				return usagef("key %s holds no such grant on %s; nothing removed", args[0], restaurant)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "key %s: %d grant(s) removed on %s\n", args[0], n, restaurant)
 			return nil
 		},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/redact"
 )
 
@@ -212,9 +213,11 @@ func (a *API) auditTrail(c *gin.Context) {
 		return
 	}
 	e := audit.Event{
-		At:           a.now(),
-		Method:       c.Request.Method,
-		Route:        route,
+		At:     a.now(),
+		Method: c.Request.Method,
+		// The OpenAPI form ({restaurantId}), which operators and partners
+		// read in the document and the docs page.
+		Route:        openapi.OpenAPIPath(route),
 		Status:       status,
 		RequestID:    requestID(c),
 		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),

@@ -115,6 +115,11 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 		if err != nil {
 			return err
 		}
+		if k.RevokedAt != nil {
+			// A grant on a revoked key could never be used; saying so beats
+			// an operator believing a partner now has access.
+			return apperr.New(apperr.Invalid, "key %s is revoked; issue a new key instead", publicID)
+		}
 		if err := requireRestaurants(ctx, q, grants); err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ type AuditEvent struct {
 	// restaurantId path parameter as requested, whether or not the key was granted it.
 	RestaurantID *string
 	Method       string
-	// Route template (e.g. /v1/restaurants/:restaurantId/deliveries), "(unmatched)" for unknown paths.
+	// Route template in the OpenAPI document's form (e.g. /v1/restaurants/{restaurantId}/deliveries; rows written before migration 00007 say :restaurantId), "(unmatched)" for unknown paths.
 	Route     string
 	Status    int16
 	RequestID string
