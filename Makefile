@@ -28,7 +28,13 @@ DEMO_KEY     := .data/demo-key
 ## first start (its key is kept in .data/demo-key), serve on FOODSAFE_ADDR.
 run: build
 	$(BIN) migrate --create-database
-	@if [ ! -s $(DEMO_KEY) ]; then mkdir -p .data && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); fi
+	@# The kept key must be an active key of this database (DATABASE_URL may
+	@# have changed, or the database been dropped); otherwise load the demo
+	@# (once per database) and keep its new key.
+	@pub=$$(sed -nE 's/^fsk_([a-z0-9]+)\..*/\1/p' $(DEMO_KEY) 2>/dev/null); \
+	if [ -z "$$pub" ] || ! $(BIN) keys list --json | tr -d ' \n' | grep -q "\"publicId\":\"$$pub\",[^}]*\"state\":\"active\""; then \
+		mkdir -p .data && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
+	fi
 	@echo "demo key (kept in $(DEMO_KEY)): $$(cat $(DEMO_KEY))"
 	$(BIN) serve
 
