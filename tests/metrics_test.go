@@ -302,7 +302,8 @@ func TestMetricsRateLimiter(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
 		a := newApp(t, withSharedRedis(testRedisURL(t), 100, "foodsafe-test:"+rand8()))
-		require.Equal(t, http.StatusOK, a.get("/openapi.json").Status)
+		// An unknown route is limited per client IP (the docs are not).
+		requireProblem(t, a.get("/nowhere"), http.StatusNotFound, "not-found")
 		f := a.scrape()
 		require.Equal(t, 1.0, f.value("foodsafe_ratelimit_backend", "backend", "redis"))
 		require.Equal(t, 0.0, f.value("foodsafe_ratelimit_backend", "backend", "fallback"))
@@ -316,8 +317,10 @@ func TestMetricsRateLimiter(t *testing.T) {
 		require.NoError(t, ln.Close())
 		a := newApp(t, withConfig(func(c *config.Config) { c.RedisURL = "redis://" + dead + "/0" }))
 		require.Equal(t, 0.0, a.scrape().value("foodsafe_ratelimit_fallbacks_total"))
-		// One request meets the dead Redis: one fallback, then memory.
-		require.Equal(t, http.StatusOK, a.get("/openapi.json").Status)
+		// One rate-limited request meets the dead Redis: one fallback, then
+		// memory. (An unknown route is limited per client IP; the docs are
+		// not limited at all.)
+		requireProblem(t, a.get("/nowhere"), http.StatusNotFound, "not-found")
 		f := a.scrape()
 		require.Equal(t, 1.0, f.value("foodsafe_ratelimit_fallbacks_total"))
 		require.Equal(t, 1.0, f.value("foodsafe_ratelimit_backend", "backend", "fallback"))
