@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 )
@@ -85,8 +87,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			require.True(t, registered[method+" "+path], "%s %s is documented but not served", method, path)
 		}
 	}
-	require.Len(t, registered, 25+heads, "the route table, counted by hand, and HEAD for every GET")
-	require.Equal(t, 17, heads, "every GET but the file download, whose HEAD is documented")
+	require.Len(t, registered, 26+heads, "the route table, counted by hand, and HEAD for every GET")
+	require.Equal(t, 18, heads, "every GET but the file download, whose HEAD is documented")
 }
 
 func TestDocsPage(t *testing.T) {
@@ -185,4 +187,44 @@ func TestOpenAPINumbersKeepPrecision(t *testing.T) {
 	walk("", doc)
 	require.Positive(t, numbers, "the document has numbers")
 	require.Positive(t, integers, "the document has integers")
+}
+
+// Every problem type URI resolves (RFC 9457): JSON for clients that ask
+// for it, a page for browsers, without a key and outside the rate limit;
+// an unknown code is the one 404.
+func TestProblemTypesResolve(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRateLimit(1))
+	// A real problem document's type, followed as a client would.
+	p := requireProblem(t, a.get("/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+	u, err := url.Parse(p.Type)
+	require.NoError(t, err)
+	r := a.get(u.Path, "Accept", "application/json")
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	var page struct {
+		Type, Code, Title, When, Retry string
+		Status                         int
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &page))
+	require.Equal(t, p.Type, page.Type)
+	require.Equal(t, "unauthorized", page.Code)
+	require.Equal(t, p.Title, page.Title)
+	require.Equal(t, 401, page.Status)
+	require.Empty(t, r.Header.Get("X-RateLimit-Limit"))
+
+	html := a.get(u.Path, "Accept", "text/html,application/xhtml+xml,application/json;q=0.9")
+	require.Equal(t, http.StatusOK, html.Status)
+	require.Equal(t, "text/html; charset=utf-8", html.Header.Get("Content-Type"))
+	require.Contains(t, string(html.Body), "<h1>"+p.Title+"</h1>")
+	require.Contains(t, string(html.Body), "<strong>401</strong>")
+
+	for _, k := range apperr.Kinds {
+		r := a.get("/problems/"+string(k.Code), "Accept", "application/problem+json")
+		require.Equal(t, http.StatusOK, r.Status, k.Code)
+		require.NoError(t, json.Unmarshal(r.Body, &page))
+		require.Equal(t, k.Status, page.Status, k.Code)
+		require.Equal(t, k.Retry, page.Retry, k.Code)
+	}
+	requireProblem(t, a.get("/problems/no-such-problem"), http.StatusNotFound, "not-found")
+	requireProblem(t, a.get("/problems/NOT_A_CODE"), http.StatusNotFound, "not-found")
 }

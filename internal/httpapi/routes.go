@@ -92,6 +92,13 @@ func (a *API) routes() []route {
 			Description: "Scripts, styles and icons of the documentation page at /docs.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
 
+		{Method: "GET", Path: "/problems/:code", Access: accessDocs, Handler: a.problemType, Doc: openapi.Op{
+			ID: "getProblemType", Tag: "Documentation", Summary: "What a problem type means",
+			Description: "Every problem document's `type` is this URL (RFC 9457 recommends a dereferenceable type). " +
+				"A short page for browsers, or JSON for `Accept: application/json`: the type's status, title, " +
+				"what causes it and whether to retry (spec 7). Unauthenticated and not rate limited; an unknown code is a 404.",
+			OK: openapi.Response{Schema: "ProblemType", Media: "text/html"}, Errors: []int{404}}},
+
 		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Op: op(a.restaurantsList), Doc: openapi.Op{
 			ID: "listRestaurants", Tag: "Restaurants", Summary: "Restaurants the key reaches",
 			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",

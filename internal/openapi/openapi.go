@@ -390,6 +390,7 @@ func parameters() openapi3.ParametersMap {
 			&openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: names}}),
 		"sha256": param("path", "sha256", true, "SHA-256 of the file.", stringSchema(`^[0-9a-f]{64}$`, "64 lowercase hex characters.")),
 		"asset":  param("path", "asset", true, "A file of the documentation page.", stringSchema(`^[A-Za-z0-9._-]+$`, "Asset name.")),
+		"code":   param("path", "code", true, "A problem type's last segment, e.g. rate-limit-exceeded.", stringSchema(`^[a-z-]+$`, "Problem type code.")),
 		"from":   param("query", "from", true, "Start of the window, inclusive: epoch milliseconds as digits.", stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"to": param("query", "to", true, "End of the window, inclusive; to >= from and to - from at most 366 days.",
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
@@ -637,6 +638,10 @@ func successResponse(op Op) *openapi3.Response {
 			mt.Examples = openapi3.Examples{op.OK.Example: {Ref: "#/components/examples/" + op.OK.Example}}
 		}
 		r.Content = openapi3.Content{"application/json": mt}
+		if op.OK.Media != "" {
+			// A page that also answers JSON by content negotiation.
+			r.Content[op.OK.Media] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}
+		}
 	case op.OK.Media != "":
 		r.Content = openapi3.Content{op.OK.Media: &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}}
 	}
