@@ -19,7 +19,8 @@ const (
 	// accessOpen: no authentication, limited per client IP.
 	accessOpen
 	// accessDocs: no authentication, not rate limited: the documentation
-	// (page, its assets, the OpenAPI document), served from memory. A
+	// (page, its assets, the OpenAPI document, the problem type pages),
+	// served from memory. A
 	// developer reading the docs during a rate-limit test must not spend
 	// the budget of the address the test runs from (one page load is
 	// about seven requests).
