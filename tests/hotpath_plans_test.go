@@ -43,6 +43,12 @@ var hotPathIndexes = map[string][]string{
 	"DeliveryListFirst":       {"deliveries_list_idx"},
 	"DeliveryListAfter":       {"deliveries_list_idx"},
 	"DeliveryImageList":       {"deliveries_pkey", "delivery_images_pkey"},
+	// The maintenance jobs: not on a request path, but they run against
+	// the largest table while ingest goes on, so they must never scan it.
+	"RestaurantIDsAfter":           {"restaurants_pkey"},
+	"RecordChangesStampSuperseded": {"record_changes_unstamped_idx", "record_changes_pkey"},
+	"RecordChangesCompact":         {"record_changes_compactable_idx", "record_changes_pkey"},
+	"RecordChangesCompactable":     {"record_changes_unstamped_idx", "record_changes_compactable_idx"},
 }
 
 // boundedSorts are the statements allowed a Sort node, each because what
@@ -153,6 +159,14 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, err)
 	_, err = st.DeliveryImageList(ctx, "r1", fmt.Sprintf("d%08d", n/2+1))
 	require.NoError(t, ignoreNotFound(err))
+	_, err = st.RestaurantIDsAfter(ctx, "", 100)
+	require.NoError(t, err)
+	_, err = st.ChangesStamp(ctx, "r2", 1, 1000)
+	require.NoError(t, err)
+	_, err = st.ChangesCompact(ctx, "r2", 1, 1, 1000)
+	require.NoError(t, err)
+	_, _, err = st.ChangesCompactable(ctx, "r2", 1)
+	require.NoError(t, err)
 
 	out := map[string]sentQuery{}
 	for _, q := range rec.take() {

@@ -42,7 +42,7 @@ func TestIngestStatementsAgree(t *testing.T) {
 			d := sha256.Sum256([]byte(record + body))
 			m.RequestSHA256 = d[:]
 			e, replayed, err := st.RecordIngest(ctx, m, 1)
-			return fmt.Sprint(int64(e.Sequence)), replayed, err
+			return fmt.Sprint(int64(e.Sequence)), replayed == store.Replayed, err
 		}
 		seq, replayed, err := ingest("a", "m1", `{"name":"a1","isDeleted":false}`, false)
 		require.NoError(t, err)

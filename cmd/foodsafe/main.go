@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(serveCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd(), openapiCmd(), demoCmd())
+	root.AddCommand(serveCmd(), maintainCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd(), openapiCmd(), demoCmd())
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {

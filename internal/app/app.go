@@ -24,6 +24,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
+	"github.com/foodsafe/foodsafe/internal/maintain"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 	"github.com/foodsafe/foodsafe/internal/redact"
@@ -42,7 +43,10 @@ type App struct {
 	// Metrics is this instance's own registry; nil when metrics are off
 	// (FOODSAFE_METRICS_ADDR="").
 	Metrics *metrics.Metrics
-	log     *slog.Logger
+	// Maintenance runs the storage jobs (compaction, audit partitions);
+	// Serve runs it every FOODSAFE_MAINTENANCE_INTERVAL.
+	Maintenance *maintain.Runner
+	log         *slog.Logger
 }
 
 // Options carry what only tests change.
@@ -105,7 +109,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if err != nil {
 		return nil, err
 	}
-	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Metrics: m, log: log}, nil
+	jobs := maintain.New(st, log, m, MaintenanceSettings(cfg), cfg.MaintenanceInterval, o.Now)
+	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Metrics: m, Maintenance: jobs, log: log}, nil
+}
+
+// MaintenanceSettings are the maintenance jobs' settings in cfg.
+func MaintenanceSettings(cfg config.Config) maintain.Settings {
+	return maintain.Settings{CompactAfter: time.Duration(cfg.CompactAfter), AuditRetention: time.Duration(cfg.AuditRetention)}
 }
 
 // openBlobs opens the configured file store; only the filesystem store
@@ -185,6 +195,10 @@ func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 				a.log.Error("metrics listener failed", "error", opsErr)
 			}
 		})
+	}
+	if c.MaintenanceInterval > 0 {
+		// Stops with the API; a run cut short resumes next time.
+		wg.Go(func() { a.Maintenance.Loop(opsCtx, c.MaintenanceInterval) })
 	}
 	err := server.Serve(ctx, ln, a.Engine, server.Options{
 		ReadHeaderTimeout: c.ReadHeaderTimeout,

@@ -4,9 +4,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -82,6 +85,20 @@ type Config struct {
 	// SessionTTL is the lifetime of a mobile session token.
 	SessionTTL time.Duration `env:"FOODSAFE_SESSION_TTL" envDefault:"1h"`
 
+	// CompactAfter is how long a superseded version keeps its data: after
+	// it, the maintenance job drops the data and keeps the row (its
+	// mutation id answers replays forever). Longer than CursorTTL, since
+	// a walk reads versions superseded since its first page; 0 never
+	// compacts.
+	CompactAfter Days `env:"FOODSAFE_COMPACT_AFTER" envDefault:"25h"`
+	// AuditRetention is how long audit events are kept, a day partition
+	// at a time; 0 keeps them all.
+	AuditRetention Days `env:"FOODSAFE_AUDIT_RETENTION" envDefault:"400d"`
+	// MaintenanceInterval is how often `foodsafe serve` runs the
+	// maintenance jobs (one replica at a time); 0 runs none, for
+	// operators who run `foodsafe maintain` from cron instead.
+	MaintenanceInterval time.Duration `env:"FOODSAFE_MAINTENANCE_INTERVAL" envDefault:"10m"`
+
 	// AuditFlushInterval is the longest an audit event waits in memory.
 	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s"`
 	// AuditBatchSize flushes early once this many events are queued.
@@ -104,5 +121,55 @@ func Load() (Config, error) {
 	if _, set := os.LookupEnv("FOODSAFE_METRICS_ADDR"); !set {
 		c.MetricsAddr = DefaultMetricsAddr
 	}
+	if err := c.check(); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
 	return c, nil
+}
+
+// check refuses combinations that would lose data a client relies on.
+func (c Config) check() error {
+	switch {
+	case c.CursorTTL <= 0:
+		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
+	case c.CompactAfter < 0, c.AuditRetention < 0, c.MaintenanceInterval < 0:
+		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
+	case c.CompactAfter != 0 && time.Duration(c.CompactAfter) <= c.CursorTTL:
+		return fmt.Errorf("FOODSAFE_COMPACT_AFTER (%s) must be longer than FOODSAFE_CURSOR_TTL (%s), or 0: a walk reads versions superseded since its first page, for as long as its cursors live",
+			time.Duration(c.CompactAfter), c.CursorTTL)
+	}
+	return nil
+}
+
+// Days is a duration that may also be written in whole days ("400d"),
+// for settings measured in days; Go durations ("36h", "90m") and "0" work
+// as well.
+type Days time.Duration
+
+// UnmarshalText parses "<n>d" or a Go duration.
+func (d *Days) UnmarshalText(b []byte) error {
+	s := string(b)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return fmt.Errorf("%q: want whole days like 400d, or a duration like 36h", s)
+		}
+		*d = Days(time.Duration(days) * 24 * time.Hour)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q: want whole days like 400d, or a duration like 36h", s)
+	}
+	*d = Days(v)
+	return nil
+}
+
+// String writes whole days as "<n>d".
+func (d Days) String() string {
+	v := time.Duration(d)
+	if v != 0 && v%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(v/(24*time.Hour)), 10) + "d"
+	}
+	return v.String()
 }

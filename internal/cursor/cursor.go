@@ -57,21 +57,45 @@ type envelope struct {
 // Seal encodes pos for the given kind and binding. A positive ttl makes the
 // cursor expire.
 func (c *Codec) Seal(kind string, bind []string, pos any, ttl time.Duration) (string, error) {
+	var exp int64
+	if ttl > 0 {
+		exp = c.now().Add(ttl).Unix()
+	}
+	return c.seal(kind, bind, pos, exp)
+}
+
+func (c *Codec) seal(kind string, bind []string, pos any, exp int64) (string, error) {
 	p, err := json.Marshal(pos)
 	if err != nil {
 		return "", err
 	}
-	env := envelope{V: version, Kind: kind, Bind: bind, Pos: p}
-	if ttl > 0 {
-		env.Exp = c.now().Add(ttl).Unix()
-	}
-	body, err := json.Marshal(env)
+	body, err := json.Marshal(envelope{V: version, Kind: kind, Bind: bind, Exp: exp, Pos: p})
 	if err != nil {
 		return "", err
 	}
 	m := hmac.New(sha256.New, c.key)
 	m.Write(body)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(body)), nil
+}
+
+// SealUntil encodes pos like Seal, valid until exp (which must be in the
+// future to be of use): for cursors whose lifetime is set by something
+// other than their own issue, like every page of one walk.
+func (c *Codec) SealUntil(kind string, bind []string, pos any, exp time.Time) (string, error) {
+	return c.seal(kind, bind, pos, max(exp.Unix(), 1))
+}
+
+// Now is the codec's clock, which decides expiry.
+func (c *Codec) Now() time.Time { return c.now() }
+
+// Expires verifies token and returns when it expires (the zero time for a
+// cursor that never does).
+func (c *Codec) Expires(token string) (time.Time, error) {
+	env, err := c.verify(token)
+	if err != nil || env.Exp == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(env.Exp, 0), nil
 }
 
 // Open verifies token and decodes its position into pos. The signature is

@@ -146,9 +146,14 @@ func (a *API) recordPut(c *gin.Context) error {
 	}
 	// receivedAt is never before capturedAt (spec 2.3): a device clock a
 	// little ahead, within the tolerated skew, moves receivedAt with it.
-	env, replayed, err := a.store.RecordIngest(c.Request.Context(), m, max(now, capturedAt))
+	env, how, err := a.store.RecordIngest(c.Request.Context(), m, max(now, capturedAt))
 	if err != nil {
 		return err
 	}
-	return respondWritten(c, env, replayed)
+	if how == store.ReplayedCompacted {
+		// Without it, a replay's envelope without data could be read as
+		// a record emptied by the device.
+		c.Header(HeaderReplayedState, "compacted")
+	}
+	return respondWritten(c, env, how != store.Applied)
 }

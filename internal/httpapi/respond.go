@@ -15,6 +15,10 @@ import (
 // HeaderReplayed marks an idempotent replay of an earlier write.
 const HeaderReplayed = "Idempotent-Replayed"
 
+// HeaderReplayedState qualifies a replay: "compacted" when the replayed
+// change's data is no longer kept, so its envelope has no data.
+const HeaderReplayedState = "Idempotent-Replayed-State"
+
 // handler is a route's handler: it writes its answer, or returns the error
 // that fail renders as a problem document. Returning the error (instead of
 // calling fail and returning) keeps a forgotten `return` from writing a

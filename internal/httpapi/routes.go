@@ -51,6 +51,11 @@ var (
 	deliveryWrites = []int{409, 413}
 	jsonBody       = func(schema string) openapi.Response { return openapi.Response{Schema: schema} }
 	replayable     = func(schema string) openapi.Response { return openapi.Response{Schema: schema, Replayable: true} }
+	// replayedState: a replay may say its change was compacted.
+	replayedState = func(r openapi.Response) openapi.Response {
+		r.Headers = append(r.Headers, "Idempotent-Replayed-State")
+		return r
+	}
 )
 
 // routes is the route table of the service.
@@ -169,7 +174,7 @@ func (a *API) routes() []route {
 					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
 					"deleted: true submits a tombstone (data may be omitted). data.asset's status is set by the service.",
 				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
-				OK: replayable("EnvelopeResult"), Errors: []int{409, 413}}},
+				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
 			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
 				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",

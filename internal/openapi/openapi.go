@@ -428,9 +428,13 @@ func headers() openapi3.Headers {
 		"X-RateLimit-Reset":     header("Seconds until the window resets.", openapi3.NewInt32Schema()),
 		"Retry-After":           header("Whole seconds to wait before retrying.", openapi3.NewInt32Schema()),
 		"Idempotent-Replayed":   header("`true` when this answers a replay of an earlier, identical write.", openapi3.NewStringSchema().WithEnum("true")),
-		"WWW-Authenticate":      header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
-		"ETag":                  header("The file's sha256, quoted.", openapi3.NewStringSchema()),
-		"Content-Range":         header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
+		"Idempotent-Replayed-State": header("`compacted` on a replay of a change superseded longer ago than the change-log retention "+
+			"(FOODSAFE_COMPACT_AFTER): its data is no longer kept, so the envelope carries the change's id, sequence, mutationId, "+
+			"deleted and times without data. Nothing was applied; the record's current state is one GET away.",
+			openapi3.NewStringSchema().WithEnum("compacted")),
+		"WWW-Authenticate": header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
+		"ETag":             header("The file's sha256, quoted.", openapi3.NewStringSchema()),
+		"Content-Range":    header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
 	}
 }
 

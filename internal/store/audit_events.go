@@ -33,12 +33,44 @@ func (s *Store) AuditInsert(ctx context.Context, events []audit.Event) error {
 		}
 	}
 	_, err := s.q.AuditInsert(ctx, rows)
+	if missingPartition(err) {
+		// A day the partition job has not prepared (it runs ahead, but
+		// may not have run yet): create the batch's days, then write the
+		// batch again. COPY wrote nothing the first time.
+		for _, day := range batchDays(events) {
+			if _, cerr := s.AuditPartitionCreate(ctx, day); cerr != nil {
+				return cerr
+			}
+		}
+		_, err = s.q.AuditInsert(ctx, rows)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23")) {
 		// Data or integrity exception: the same batch would fail forever.
 		return fmt.Errorf("%w: %v", audit.ErrRejected, err)
 	}
 	return err
+}
+
+// missingPartition: a row fell outside every audit partition.
+func missingPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && strings.HasPrefix(pe.Message, "no partition of relation")
+}
+
+// batchDays lists the distinct UTC days of a batch's events.
+func batchDays(events []audit.Event) []time.Time {
+	var days []time.Time
+	seen := map[time.Time]bool{}
+	for _, e := range events {
+		t := e.At.UTC()
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		if !seen[d] {
+			seen[d] = true
+			days = append(days, d)
+		}
+	}
+	return days
 }
 
 // AuditFilter selects events for `foodsafe audit`.

@@ -45,25 +45,42 @@ type Mutation struct {
 	Events bool
 }
 
+// Ingested says how RecordIngest answered a mutation.
+type Ingested uint8
+
+const (
+	// Applied: a new change, now the record's current state (or, when a
+	// newer change arrived first, a version of its history).
+	Applied Ingested = iota
+	// Replayed: the mutation id was used before by the same request; the
+	// envelope is the state that change produced.
+	Replayed
+	// ReplayedCompacted: a replay of a change whose data was compacted
+	// (superseded longer ago than the compaction window). The envelope
+	// carries the change's identity (record, sequence, mutation id,
+	// deleted, times) without data; nothing was applied.
+	ReplayedCompacted
+)
+
 // errRaced: an identical mutation committed while this one waited.
 var errRaced = errors.New("mutation id taken concurrently")
 
 // RecordIngest applies a mutation: it takes the next sequence of the
 // stream, appends the change and makes it the record's current state, in
 // one transaction. A mutation id seen before answers as it did the first
-// time (replayed=true) when the request is the same, and is a conflict
-// otherwise. Identical requests racing each other apply exactly once.
-func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) (wire.Envelope, bool, error) {
+// time (Replayed, or ReplayedCompacted once its data was compacted) when
+// the request is the same, and is a conflict otherwise. Identical requests
+// racing each other apply exactly once.
+func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) (wire.Envelope, Ingested, error) {
 	var out wire.Envelope
-	var replayed bool
+	how := Applied
 	err := s.inTx(ctx, func(q *db.Queries) error {
 		prev, err := q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
 		switch ok, err := found(err); {
 		case err != nil:
 			return err
 		case ok:
-			out, err = replayOf(prev, m)
-			replayed = err == nil
+			out, how, err = replayOf(prev, m)
 			return err
 		}
 		if m.Events && !m.Deleted {
@@ -100,22 +117,26 @@ func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) 
 	if errors.Is(err, errRaced) {
 		prev, err := s.q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
 		if err != nil {
-			return wire.Envelope{}, false, translate(err)
+			return wire.Envelope{}, Applied, translate(err)
 		}
-		out, err := replayOf(prev, m)
-		return out, err == nil, err
+		return replayOf(prev, m)
 	}
-	return out, replayed, translate(err)
+	return out, how, translate(err)
 }
 
 // replayOf answers a mutation id already used: the stored envelope when the
-// request is the same one, a conflict otherwise.
-func replayOf(prev db.RecordChange, m Mutation) (wire.Envelope, error) {
+// request is the same one, a conflict otherwise. A compacted change still
+// has its identity and request digest, so it is told apart from a new
+// change exactly as before; only its data is gone.
+func replayOf(prev db.RecordChange, m Mutation) (wire.Envelope, Ingested, error) {
 	if prev.Collection != m.Collection || prev.RecordID != m.RecordID || !bytes.Equal(prev.RequestSha256, m.RequestSHA256) {
-		return wire.Envelope{}, apperr.New(apperr.Conflict,
+		return wire.Envelope{}, Applied, apperr.New(apperr.Conflict,
 			"mutationId %s was already used for a different change (other content, record or collection); use a new mutationId for a new change.", m.MutationID)
 	}
-	return changeVersion(prev).envelope(), nil
+	if prev.CompactedAt != nil {
+		return changeVersion(prev).envelope(), ReplayedCompacted, nil
+	}
+	return changeVersion(prev).envelope(), Replayed, nil
 }
 
 // RecordGet reads a record's current state, tombstones included; the one

@@ -37,8 +37,8 @@ type Walker struct {
 	cursors *cursor.Codec
 	// metrics counts pages and refused cursors (nil: off).
 	metrics *metrics.Metrics
-	// ttl is the lifetime of a nextCursor (FOODSAFE_CURSOR_TTL). A
-	// changesCursor never expires: it needs only current states and
+	// ttl is the lifetime of a walk's nextCursors (FOODSAFE_CURSOR_TTL),
+	// counted from the walk's first page. A changesCursor never expires: it needs only current states and
 	// tombstones, which the service keeps for as long as the stream exists.
 	ttl time.Duration
 }
@@ -54,6 +54,18 @@ type changesPos struct {
 	Since int64 `json:"s"`
 }
 
+// walkPos is what a nextCursor carries: where the walk stands, and until
+// when its cursors are valid (unix seconds): FOODSAFE_CURSOR_TTL after the
+// walk's first page, however many pages follow. A walk therefore never
+// reads a version older than that, which is what lets the compaction job
+// drop the data of versions superseded longer ago (FOODSAFE_COMPACT_AFTER,
+// longer than the TTL). Cursors issued before Until existed carry none;
+// their walk ends when the cursor presented expires.
+type walkPos struct {
+	store.WalkPos
+	Until int64 `json:"u,omitempty"`
+}
+
 // Page answers one page of a walk of (restaurantID, collection) with limit
 // records at most. raw is the client's cursor as received: empty starts a
 // full walk, a nextCursor continues its walk, a changesCursor starts a
@@ -62,14 +74,14 @@ type changesPos struct {
 // changesCursor of the next changes walk instead.
 func (w *Walker) Page(ctx context.Context, restaurantID, collection string, limit int, raw string) (wire.WalkPage, error) {
 	bind := []string{restaurantID, collection, strconv.Itoa(limit)}
-	page, walk, err := w.read(ctx, restaurantID, collection, limit, bind, raw)
+	page, walk, until, err := w.read(ctx, restaurantID, collection, limit, bind, raw)
 	if err != nil {
 		return wire.WalkPage{}, err
 	}
 	w.metrics.WalkPage(walk, raw == "" || walk == metrics.WalkChanges, len(page.Records))
 	out := wire.WalkPage{Data: page.Records}
 	if page.Next != nil {
-		next, err := w.cursors.Seal(KindRecords, bind, page.Next, w.ttl)
+		next, err := w.cursors.SealUntil(KindRecords, bind, walkPos{WalkPos: *page.Next, Until: until.Unix()}, until)
 		if err != nil {
 			return wire.WalkPage{}, err
 		}
@@ -86,43 +98,53 @@ func (w *Walker) Page(ctx context.Context, restaurantID, collection string, limi
 
 // read opens the cursor for its kind and reads the page it names, saying
 // which walk it is (for metrics: a changes walk's first page is a changes
-// page; its later pages continue with ordinary walk cursors).
-func (w *Walker) read(ctx context.Context, restaurantID, collection string, limit int, bind []string, raw string) (store.WalkPage, metrics.Walk, error) {
+// page; its later pages continue with ordinary walk cursors) and until
+// when the walk's cursors are valid.
+func (w *Walker) read(ctx context.Context, restaurantID, collection string, limit int, bind []string, raw string) (store.WalkPage, metrics.Walk, time.Time, error) {
+	fresh := w.cursors.Now().Add(w.ttl)
 	if raw == "" {
 		page, err := w.store.RecordWalk(ctx, restaurantID, collection, limit, nil)
-		return page, metrics.WalkRecords, err
+		return page, metrics.WalkRecords, fresh, err
 	}
 	kind, err := w.cursors.Kind(raw)
 	if err != nil {
 		w.metrics.CursorRefused(metrics.WalkRecords, metrics.CursorMalformed)
-		return store.WalkPage{}, "", MalformedCursor()
+		return store.WalkPage{}, "", time.Time{}, MalformedCursor()
 	}
 	if kind != KindChanges {
-		var pos store.WalkPos
+		var pos walkPos
 		if err := w.cursors.Open(raw, KindRecords, bind, &pos); err != nil {
-			return store.WalkPage{}, "", w.refusal(metrics.WalkRecords, err)
+			return store.WalkPage{}, "", time.Time{}, w.refusal(metrics.WalkRecords, err)
 		}
-		page, err := w.store.RecordWalk(ctx, restaurantID, collection, limit, &pos)
-		return page, metrics.WalkRecords, err
+		until := time.Unix(pos.Until, 0)
+		if pos.Until == 0 {
+			// Issued before walks carried their end: it ends with this
+			// cursor's own expiry, never later.
+			if until, err = w.cursors.Expires(raw); err != nil || until.IsZero() {
+				return store.WalkPage{}, "", time.Time{}, MalformedCursor()
+			}
+		}
+		page, err := w.store.RecordWalk(ctx, restaurantID, collection, limit, &pos.WalkPos)
+		return page, metrics.WalkRecords, until, err
 	}
 	var pos changesPos
 	if err := w.cursors.Open(raw, KindChanges, []string{restaurantID, collection}, &pos); err != nil {
 		if errors.Is(err, cursor.ErrMismatch) {
 			w.metrics.CursorRefused(metrics.WalkChanges, metrics.CursorMismatch)
-			return store.WalkPage{}, "", apperr.Param("cursor",
+			return store.WalkPage{}, "", time.Time{}, apperr.Param("cursor",
 				"is the changesCursor of another restaurant or collection; keep one changesCursor per restaurant and collection, or %s", fullWalk)
 		}
-		return store.WalkPage{}, "", w.refusal(metrics.WalkChanges, err)
+		return store.WalkPage{}, "", time.Time{}, w.refusal(metrics.WalkChanges, err)
 	}
 	page, err := w.store.RecordChanges(ctx, restaurantID, collection, limit, pos.Since)
 	if errors.Is(err, store.ErrAheadOfStream) {
 		w.metrics.CursorRefused(metrics.WalkChanges, metrics.CursorAhead)
 		// Said without the stream's position: a refusal must not tell a
 		// client anything about the data it could not read.
-		return store.WalkPage{}, "", apperr.Param("cursor",
+		return store.WalkPage{}, "", time.Time{}, apperr.Param("cursor",
 			"names a position this collection has not reached (its data was restored or reset since); %s and rebuild your copy from it", fullWalk)
 	}
-	return page, metrics.WalkChanges, err
+	return page, metrics.WalkChanges, fresh, err
 }
 
 // refusal is the 400 for a walk cursor that cannot be used.

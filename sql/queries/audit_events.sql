@@ -30,3 +30,20 @@ WHERE restaurant_id = sqlc.arg(restaurant_id)
   AND occurred_at >= sqlc.arg(since)
 ORDER BY occurred_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: AuditPartitionCreate :one
+-- Serves the audit writer (a batch with no partition for its day) and the
+-- partition job (days ahead): true when it created the day's partition.
+SELECT foodsafe_audit_partition_create(sqlc.arg(day)::date);
+
+-- name: AuditPartitionsEndingBy :many
+-- Serves audit retention: the partitions holding only events older than
+-- horizon, oldest first. Reads the catalogue, not the table.
+SELECT b.partition::text AS partition
+FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
+WHERE b.upper_bound <= sqlc.arg(horizon)::timestamptz
+ORDER BY b.upper_bound;
+
+-- name: AuditPartitionDrop :exec
+-- Serves audit retention: drops one whole partition (O(1), no DELETE).
+SELECT foodsafe_audit_partition_drop(sqlc.arg(partition)::text);

@@ -20,7 +20,7 @@ WITH change AS (
               received_at, source_version, payload_version
 ), previous AS (
     UPDATE record_changes h
-    SET superseded_by = change.sequence
+    SET superseded_by = change.sequence, superseded_at = change.received_at
     FROM change
     JOIN records r ON r.restaurant_id = change.restaurant_id
                   AND r.collection = change.collection
@@ -77,12 +77,13 @@ RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, 
           received_at, source_version, payload_version;
 
 -- name: RecordSupersedePrevious :exec
--- Marks the record's current version superseded by the appended change.
+-- Marks the record's current version superseded by the appended change,
+-- received at received_at.
 -- records_pkey (the current row by record id; records_walk_idx cannot
 -- serve this clause, see RecordGet), record_changes_pkey (that row's
 -- version by mutation id, and the appended change).
 UPDATE record_changes h
-SET superseded_by = sqlc.arg(sequence)::bigint
+SET superseded_by = sqlc.arg(sequence)::bigint, superseded_at = sqlc.arg(received_at)::bigint
 FROM records r
 WHERE r.restaurant_id = sqlc.arg(restaurant_id) AND r.collection = sqlc.arg(collection)
   AND r.record_id = sqlc.arg(record_id)
@@ -144,6 +145,9 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      still says where it is pinned. It answers a changes walk with
 --      nothing to return, and shows the caller an `after` beyond the
 --      stream's head (P < after), which it refuses. No table is read.
+--      Compacted versions are never read: a walk's cursors expire
+--      FOODSAFE_CURSOR_TTL after its first page, before any version it
+--      needs is compacted (FOODSAFE_COMPACT_AFTER is longer).
 -- Records created after P are in neither. The caller merges both branches
 -- by sequence and keeps the first max_rows, so the statement needs no Sort.
 -- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
@@ -181,6 +185,7 @@ UNION ALL
  WHERE h.restaurant_id = sqlc.arg(restaurant_id) AND h.collection = sqlc.arg(collection)
    AND h.superseded_by > (SELECT p FROM pin)
    AND h.superseded_by <= (SELECT h FROM pin)
+   AND h.compacted_at IS NULL
    AND h.sequence > sqlc.arg(after_sequence)
    AND h.sequence <= (SELECT p FROM pin))
 UNION ALL

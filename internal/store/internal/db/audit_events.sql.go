@@ -9,6 +9,8 @@ import (
 	"context"
 	"net/netip"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type AuditInsertParams struct {
@@ -21,6 +23,58 @@ type AuditInsertParams struct {
 	RequestID    string
 	ClientIp     *netip.Addr
 	Outcome      *string
+}
+
+const auditPartitionCreate = `-- name: AuditPartitionCreate :one
+SELECT foodsafe_audit_partition_create($1::date)
+`
+
+// Serves the audit writer (a batch with no partition for its day) and the
+// partition job (days ahead): true when it created the day's partition.
+func (q *Queries) AuditPartitionCreate(ctx context.Context, day pgtype.Date) (bool, error) {
+	row := q.db.QueryRow(ctx, auditPartitionCreate, day)
+	var foodsafe_audit_partition_create bool
+	err := row.Scan(&foodsafe_audit_partition_create)
+	return foodsafe_audit_partition_create, err
+}
+
+const auditPartitionDrop = `-- name: AuditPartitionDrop :exec
+SELECT foodsafe_audit_partition_drop($1::text)
+`
+
+// Serves audit retention: drops one whole partition (O(1), no DELETE).
+func (q *Queries) AuditPartitionDrop(ctx context.Context, partition string) error {
+	_, err := q.db.Exec(ctx, auditPartitionDrop, partition)
+	return err
+}
+
+const auditPartitionsEndingBy = `-- name: AuditPartitionsEndingBy :many
+SELECT b.partition::text AS partition
+FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
+WHERE b.upper_bound <= $1::timestamptz
+ORDER BY b.upper_bound
+`
+
+// Serves audit retention: the partitions holding only events older than
+// horizon, oldest first. Reads the catalogue, not the table.
+func (q *Queries) AuditPartitionsEndingBy(ctx context.Context, horizon time.Time) ([]string, error) {
+	rows, err := q.db.Query(ctx, auditPartitionsEndingBy, horizon)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var partition string
+		if err := rows.Scan(&partition); err != nil {
+			return nil, err
+		}
+		items = append(items, partition)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const auditRecent = `-- name: AuditRecent :many

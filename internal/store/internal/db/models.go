@@ -41,7 +41,7 @@ type AssetUpload struct {
 	MutationID string
 }
 
-// Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only.
+// Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only. Partitioned by day of occurred_at (UTC): audit_events_pYYYYMMDD, created ahead by the maintenance job (and on demand by the writer); partitions older than FOODSAFE_AUDIT_RETENTION are dropped whole. audit_events_before_YYYYMMDD holds the rows written before partitioning.
 type AuditEvent struct {
 	ID         int64
 	OccurredAt time.Time
@@ -57,6 +57,29 @@ type AuditEvent struct {
 	ClientIp  *netip.Addr
 	// Why authentication failed (missing, malformed, unknown, revoked, expired, no-grants), or rate-limited; null otherwise.
 	Outcome *string
+}
+
+// Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only.
+type AuditEventsLegacy struct {
+	ID         int64
+	OccurredAt time.Time
+	// Public id of the key (or of the key behind a session token). On a failed authentication, the public id the caller presented, if the credential was well-formed.
+	KeyPublicID *string
+	// restaurantId path parameter as requested, whether or not the key was granted it.
+	RestaurantID *string
+	Method       string
+	// Route template in the OpenAPI document's form (e.g. /v1/restaurants/{restaurantId}/deliveries; rows written before migration 00007 say :restaurantId), "(unmatched)" for unknown paths.
+	Route     string
+	Status    int16
+	RequestID string
+	ClientIp  *netip.Addr
+	// Why authentication failed (missing, malformed, unknown, revoked, expired, no-grants), or rate-limited; null otherwise.
+	Outcome *string
+}
+
+type AuditMigration struct {
+	NextID  int32
+	Cutover pgtype.Date
 }
 
 // Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else.
@@ -159,6 +182,10 @@ type RecordChange struct {
 	RequestSha256 []byte
 	// Sequence of the next change of the same record; null while this is the current version.
 	SupersededBy *int64
+	// Epoch milliseconds when the version was superseded (received_at of the next change of the record); for versions superseded before migration 00008, when the compaction job first saw them. Null while current.
+	SupersededAt *int64
+	// Epoch milliseconds when the compaction job dropped data (superseded longer ago than FOODSAFE_COMPACT_AFTER). The row stays so its mutation id answers replays forever; deleted keeps its meaning.
+	CompactedAt *int64
 }
 
 // Restaurants enabled for capture. A key can only be granted an enabled restaurant. Only data captured after enabled_at is held; enabled_at is never exposed by the API.

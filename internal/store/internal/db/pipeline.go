@@ -32,7 +32,7 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 	b := &pgx.Batch{}
 	b.Queue(recordChangeAppend, arg.RestaurantID, arg.Collection, arg.Sequence, arg.RecordID, arg.MutationID,
 		arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt, arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256)
-	b.Queue(recordSupersedePrevious, arg.Sequence, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
+	b.Queue(recordSupersedePrevious, arg.Sequence, arg.ReceivedAt, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
 	b.Queue(recordUpsertCurrent, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
 	br := sender.SendBatch(ctx, b)
 	var i RecordChangeAppendRow

@@ -11,7 +11,8 @@ import (
 
 const recordChangeByMutation = `-- name: RecordChangeByMutation :one
 SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
-       received_at, source_version, payload_version, request_sha256, superseded_by
+       received_at, source_version, payload_version, request_sha256, superseded_by, superseded_at,
+       compacted_at
 FROM record_changes
 WHERE restaurant_id = $1 AND mutation_id = $2
 `
@@ -21,8 +22,8 @@ type RecordChangeByMutationParams struct {
 	MutationID   string
 }
 
-// Serves idempotent replays: the change a mutation id produced, if any.
-// record_changes_pkey.
+// Serves idempotent replays: the change a mutation id produced, if any
+// (compacted or not). record_changes_pkey.
 func (q *Queries) RecordChangeByMutation(ctx context.Context, arg RecordChangeByMutationParams) (RecordChange, error) {
 	row := q.db.QueryRow(ctx, recordChangeByMutation, arg.RestaurantID, arg.MutationID)
 	var i RecordChange
@@ -40,6 +41,116 @@ func (q *Queries) RecordChangeByMutation(ctx context.Context, arg RecordChangeBy
 		&i.PayloadVersion,
 		&i.RequestSha256,
 		&i.SupersededBy,
+		&i.SupersededAt,
+		&i.CompactedAt,
 	)
 	return i, err
+}
+
+const recordChangesCompact = `-- name: RecordChangesCompact :execrows
+UPDATE record_changes c
+SET data = NULL, compacted_at = $1::bigint
+WHERE c.restaurant_id = $2
+  AND c.mutation_id IN (SELECT h.mutation_id
+                        FROM record_changes h
+                        WHERE h.restaurant_id = $2
+                          AND h.superseded_at IS NOT NULL AND h.compacted_at IS NULL
+                          AND h.superseded_at < $3::bigint
+                        ORDER BY h.superseded_at
+                        LIMIT $4
+                        FOR UPDATE SKIP LOCKED)
+`
+
+type RecordChangesCompactParams struct {
+	Now          int64
+	RestaurantID string
+	Horizon      int64
+	MaxRows      int32
+}
+
+// Drops the data of up to max_rows versions superseded before horizon
+// (now - FOODSAFE_COMPACT_AFTER), oldest first. The rows stay: mutation
+// id, record, sequence, deleted and request digest still answer replays.
+// record_changes_compactable_idx (a range of superseded_at, in order),
+// record_changes_pkey.
+func (q *Queries) RecordChangesCompact(ctx context.Context, arg RecordChangesCompactParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordChangesCompact,
+		arg.Now,
+		arg.RestaurantID,
+		arg.Horizon,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const recordChangesCompactable = `-- name: RecordChangesCompactable :one
+SELECT (SELECT count(*)
+        FROM record_changes u
+        WHERE u.restaurant_id = $1
+          AND u.superseded_by IS NOT NULL AND u.superseded_at IS NULL)::bigint AS unstamped,
+       (SELECT count(*)
+        FROM record_changes h
+        WHERE h.restaurant_id = $1
+          AND h.superseded_at IS NOT NULL AND h.compacted_at IS NULL
+          AND h.superseded_at < $2::bigint)::bigint AS compactable
+`
+
+type RecordChangesCompactableParams struct {
+	RestaurantID string
+	Horizon      int64
+}
+
+type RecordChangesCompactableRow struct {
+	Unstamped   int64
+	Compactable int64
+}
+
+// Serves `foodsafe maintain --dry-run`: what the job would stamp and
+// compact for one restaurant. record_changes_unstamped_idx,
+// record_changes_compactable_idx.
+func (q *Queries) RecordChangesCompactable(ctx context.Context, arg RecordChangesCompactableParams) (RecordChangesCompactableRow, error) {
+	row := q.db.QueryRow(ctx, recordChangesCompactable, arg.RestaurantID, arg.Horizon)
+	var i RecordChangesCompactableRow
+	err := row.Scan(&i.Unstamped, &i.Compactable)
+	return i, err
+}
+
+const recordChangesStampSuperseded = `-- name: RecordChangesStampSuperseded :execrows
+
+UPDATE record_changes c
+SET superseded_at = $1::bigint
+WHERE c.restaurant_id = $2
+  AND c.mutation_id IN (SELECT h.mutation_id
+                        FROM record_changes h
+                        WHERE h.restaurant_id = $2
+                          AND h.superseded_by IS NOT NULL AND h.superseded_at IS NULL
+                        LIMIT $3
+                        FOR UPDATE SKIP LOCKED)
+`
+
+type RecordChangesStampSupersededParams struct {
+	Now          int64
+	RestaurantID string
+	MaxRows      int32
+}
+
+// The compaction job (RecordChangesCompact) works one restaurant at a
+// time, in batches of max_rows, so each statement runs on one shard on
+// Citus, holds its row locks for one batch only and never blocks ingest:
+// rows an ingest holds are skipped (SKIP LOCKED) and taken by a later run.
+// Their clauses name superseded_at, never superseded_by with compacted_at,
+// so they match only the job's indexes (migration 00008).
+// Gives up to max_rows versions superseded without superseded_at (before
+// migration 00008) the time the job first sees them: later than the
+// truth, so they are compacted late, never early.
+// record_changes_unstamped_idx, record_changes_pkey.
+func (q *Queries) RecordChangesStampSuperseded(ctx context.Context, arg RecordChangesStampSupersededParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordChangesStampSuperseded, arg.Now, arg.RestaurantID, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -21,7 +21,7 @@ WITH change AS (
               received_at, source_version, payload_version
 ), previous AS (
     UPDATE record_changes h
-    SET superseded_by = change.sequence
+    SET superseded_by = change.sequence, superseded_at = change.received_at
     FROM change
     JOIN records r ON r.restaurant_id = change.restaurant_id
                   AND r.collection = change.collection
@@ -249,32 +249,35 @@ func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, e
 
 const recordSupersedePrevious = `-- name: RecordSupersedePrevious :exec
 UPDATE record_changes h
-SET superseded_by = $1::bigint
+SET superseded_by = $1::bigint, superseded_at = $2::bigint
 FROM records r
-WHERE r.restaurant_id = $2 AND r.collection = $3
-  AND r.record_id = $4
+WHERE r.restaurant_id = $3 AND r.collection = $4
+  AND r.record_id = $5
   AND r.sequence < $1
-  AND h.restaurant_id = $2 AND h.mutation_id = r.mutation_id
+  AND h.restaurant_id = $3 AND h.mutation_id = r.mutation_id
   AND EXISTS (SELECT 1 FROM record_changes c
-              WHERE c.restaurant_id = $2 AND c.mutation_id = $5
-                AND c.collection = $3 AND c.sequence = $1)
+              WHERE c.restaurant_id = $3 AND c.mutation_id = $6
+                AND c.collection = $4 AND c.sequence = $1)
 `
 
 type RecordSupersedePreviousParams struct {
 	Sequence     int64
+	ReceivedAt   int64
 	RestaurantID string
 	Collection   string
 	RecordID     string
 	MutationID   string
 }
 
-// Marks the record's current version superseded by the appended change.
+// Marks the record's current version superseded by the appended change,
+// received at received_at.
 // records_pkey (the current row by record id; records_walk_idx cannot
 // serve this clause, see RecordGet), record_changes_pkey (that row's
 // version by mutation id, and the appended change).
 func (q *Queries) RecordSupersedePrevious(ctx context.Context, arg RecordSupersedePreviousParams) error {
 	_, err := q.db.Exec(ctx, recordSupersedePrevious,
 		arg.Sequence,
+		arg.ReceivedAt,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.RecordID,
@@ -349,6 +352,7 @@ UNION ALL
  WHERE h.restaurant_id = $1 AND h.collection = $2
    AND h.superseded_by > (SELECT p FROM pin)
    AND h.superseded_by <= (SELECT h FROM pin)
+   AND h.compacted_at IS NULL
    AND h.sequence > $4
    AND h.sequence <= (SELECT p FROM pin))
 UNION ALL
@@ -396,6 +400,9 @@ type RecordWalkPageRow struct {
 //     still says where it is pinned. It answers a changes walk with
 //     nothing to return, and shows the caller an `after` beyond the
 //     stream's head (P < after), which it refuses. No table is read.
+//     Compacted versions are never read: a walk's cursors expire
+//     FOODSAFE_CURSOR_TTL after its first page, before any version it
+//     needs is compacted (FOODSAFE_COMPACT_AFTER is longer).
 //
 // Records created after P are in neither. The caller merges both branches
 // by sequence and keeps the first max_rows, so the statement needs no Sort.

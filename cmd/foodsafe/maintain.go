@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foodsafe/foodsafe/internal/app"
+	"github.com/foodsafe/foodsafe/internal/maintain"
+)
+
+// maintainCmd runs the storage jobs outside `serve`: once (from cron, with
+// FOODSAFE_MAINTENANCE_INTERVAL=0 on the servers) or on its own schedule.
+// It takes the same per-job locks as `serve`, so running both is safe.
+func maintainCmd() *cobra.Command {
+	var once, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "maintain [--once] [--dry-run]",
+		Short: "Compact the change log and rotate audit partitions (what serve does every FOODSAFE_MAINTENANCE_INTERVAL)",
+		Long: "Runs the maintenance jobs: change-log compaction (FOODSAFE_COMPACT_AFTER) and audit partitions " +
+			"(created a week ahead, dropped after FOODSAFE_AUDIT_RETENTION). Without --once it runs them every " +
+			"FOODSAFE_MAINTENANCE_INTERVAL until SIGINT/SIGTERM. --dry-run reports what the jobs would change and changes nothing.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if dryRun && !once {
+				return usagef("--dry-run needs --once")
+			}
+			if !once && cfg.MaintenanceInterval == 0 {
+				return usagef("FOODSAFE_MAINTENANCE_INTERVAL is 0: use --once, or set an interval")
+			}
+			st, err := openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			set := app.MaintenanceSettings(cfg)
+			set.DryRun = dryRun
+			interval := cfg.MaintenanceInterval
+			if once {
+				interval = 0
+			}
+			r := maintain.New(st, log, nil, set, interval, nil)
+			if !once {
+				r.Loop(cmd.Context(), interval)
+				return nil
+			}
+			if err := r.RunOnce(cmd.Context()); err != nil {
+				return fmt.Errorf("maintenance: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&once, "once", false, "run every job once and exit")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be compacted or dropped; change nothing (with --once)")
+	return cmd
+}
+

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"400d": 400 * 24 * time.Hour, "0d": 0, "0": 0, "36h": 36 * time.Hour, "90m": 90 * time.Minute,
+	} {
+		var d Days
+		if err := d.UnmarshalText([]byte(in)); err != nil || time.Duration(d) != want {
+			t.Errorf("%q: got %v, %v; want %v", in, time.Duration(d), err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "-1d", "1.5d", "1w", "400 d", "99999999d"} {
+		var d Days
+		if err := d.UnmarshalText([]byte(in)); err == nil {
+			t.Errorf("%q: accepted as %v", in, time.Duration(d))
+		}
+	}
+	if s := Days(400 * 24 * time.Hour).String(); s != "400d" {
+		t.Errorf("String: %s", s)
+	}
+	if s := Days(25 * time.Hour).String(); s != "25h0m0s" {
+		t.Errorf("String: %s", s)
+	}
+}
+
+// Settings that would let compaction take a version a live walk still
+// reads are refused at start-up.
+func TestLoadRefusesUnsafeRetention(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"window not longer than the cursor TTL": {"FOODSAFE_COMPACT_AFTER": "24h"},
+		"window shorter than a longer TTL":      {"FOODSAFE_CURSOR_TTL": "48h", "FOODSAFE_COMPACT_AFTER": "30h"},
+		"cursors that never expire":             {"FOODSAFE_CURSOR_TTL": "0s"},
+		"negative retention":                    {"FOODSAFE_AUDIT_RETENTION": "-1h"},
+		"negative interval":                     {"FOODSAFE_MAINTENANCE_INTERVAL": "-1m"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			if _, err := Load(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	for name, env := range map[string]map[string]string{
+		"defaults":            {},
+		"compaction off":      {"FOODSAFE_COMPACT_AFTER": "0"},
+		"longer TTL, window":  {"FOODSAFE_CURSOR_TTL": "48h", "FOODSAFE_COMPACT_AFTER": "3d"},
+		"audit kept forever":  {"FOODSAFE_AUDIT_RETENTION": "0"},
+		"maintenance by cron": {"FOODSAFE_MAINTENANCE_INTERVAL": "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			if _, err := Load(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

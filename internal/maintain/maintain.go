@@ -1,0 +1,239 @@
+// Package maintain runs the jobs that keep storage proportional to live
+// data plus a configured window: change-log compaction and audit
+// partitions (creation ahead, retention). `foodsafe serve` runs them on a
+// schedule and `foodsafe maintain` once, for operators who prefer cron.
+//
+// Each job runs under a PostgreSQL advisory lock (store.WithJobLock), so
+// among all replicas one at most runs it at a time. A lock rather than a
+// job queue such as riverqueue/river: the jobs are periodic singletons
+// with no payload, no fan-out and no retry policy beyond "next run", and
+// a queue would add its own tables, migrations and worker pool to every
+// deployment for that. Every job works in small batches of short
+// statements (no long transaction, no lock held across batches; rows an
+// ingest holds are skipped) and is idempotent, so a job killed halfway
+// leaves whole batches behind and the next run carries on.
+package maintain
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/metrics"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+// Settings say how much to keep.
+type Settings struct {
+	// CompactAfter is how long a superseded version keeps its data
+	// (FOODSAFE_COMPACT_AFTER); 0 never compacts.
+	CompactAfter time.Duration
+	// AuditRetention is how long audit events are kept
+	// (FOODSAFE_AUDIT_RETENTION); 0 keeps them all.
+	AuditRetention time.Duration
+	// Batch is the most rows one statement changes; 0 means 1000.
+	Batch int
+	// DryRun reports what the jobs would do and changes nothing.
+	DryRun bool
+}
+
+// auditDaysAhead is how many days of audit partitions exist ahead of
+// today, so that the writer never meets a missing one while the job runs
+// (it would create the partition itself: no event is lost either way).
+const auditDaysAhead = 7
+
+// Job names: label values of the maintenance metrics and log lines.
+const (
+	JobCompaction      = "change-compaction"
+	JobAuditPartitions = "audit-partitions"
+)
+
+// Runner runs the jobs.
+type Runner struct {
+	store *store.Store
+	log   *slog.Logger
+	set   Settings
+	now   func() time.Time
+	jobs  []job
+}
+
+type job struct {
+	name    string
+	run     func(ctx context.Context) (int64, error)
+	metrics *metrics.Job
+}
+
+// New makes a runner whose jobs report to m (nil: no metrics) every
+// interval (declared for the lag alert; 0 for a one-off run). now may be
+// nil (time.Now).
+func New(st *store.Store, log *slog.Logger, m *metrics.Metrics, set Settings, interval time.Duration, now func() time.Time) *Runner {
+	if now == nil {
+		now = time.Now
+	}
+	if set.Batch <= 0 {
+		set.Batch = 1000
+	}
+	r := &Runner{store: st, log: log, set: set, now: now}
+	r.jobs = []job{
+		{name: JobCompaction, run: r.compact, metrics: m.Job(JobCompaction, interval)},
+		{name: JobAuditPartitions, run: r.auditPartitions, metrics: m.Job(JobAuditPartitions, interval)},
+	}
+	return r
+}
+
+// RunOnce runs every job once, each under its lock. A job another process
+// is running is skipped (and logged); the errors of the others are joined.
+func (r *Runner) RunOnce(ctx context.Context) error {
+	var errs []error
+	for _, j := range r.jobs {
+		start := time.Now()
+		var rows int64
+		ran, err := r.store.WithJobLock(ctx, j.name, func(ctx context.Context) error {
+			var err error
+			rows, err = j.run(ctx)
+			return err
+		})
+		switch {
+		case err != nil:
+			j.metrics.Observe(start, rows, err)
+			r.log.Error("maintenance job failed", "job", j.name, "rows", rows, "error", err)
+			errs = append(errs, err)
+		case !ran:
+			r.log.Info("maintenance job skipped: another process is running it", "job", j.name)
+		default:
+			j.metrics.Observe(start, rows, nil)
+			r.log.Info("maintenance job done", "job", j.name, "rows", rows, "dry_run", r.set.DryRun,
+				"duration_ms", time.Since(start).Milliseconds())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Loop runs RunOnce now and then every interval until ctx ends. Failures
+// are logged and counted; the next run tries again.
+func (r *Runner) Loop(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = r.RunOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// compact drops the data of versions superseded before now -
+// CompactAfter, restaurant by restaurant, in batches; first it stamps the
+// versions superseded before superseded_at existed. It returns the
+// versions compacted (a dry run: those it would compact or stamp).
+func (r *Runner) compact(ctx context.Context) (int64, error) {
+	if r.set.CompactAfter <= 0 {
+		return 0, nil
+	}
+	now := r.now()
+	horizon := now.Add(-r.set.CompactAfter).UnixMilli()
+	var total int64
+	err := r.eachRestaurant(ctx, func(id string) error {
+		if r.set.DryRun {
+			unstamped, compactable, err := r.store.ChangesCompactable(ctx, id, horizon)
+			if unstamped+compactable > 0 {
+				r.log.Info("would compact", "job", JobCompaction, "restaurant", id,
+					"versions", compactable, "versions_to_stamp", unstamped)
+			}
+			total += compactable + unstamped
+			return err
+		}
+		if err := r.batches(ctx, func() (int64, error) {
+			return r.store.ChangesStamp(ctx, id, now.UnixMilli(), r.set.Batch)
+		}, nil); err != nil {
+			return err
+		}
+		return r.batches(ctx, func() (int64, error) {
+			return r.store.ChangesCompact(ctx, id, now.UnixMilli(), horizon, r.set.Batch)
+		}, &total)
+	})
+	return total, err
+}
+
+// batches runs step until it changes fewer rows than a batch, adding the
+// rows it changed to total (when not nil).
+func (r *Runner) batches(ctx context.Context, step func() (int64, error), total *int64) error {
+	for {
+		n, err := step()
+		if err != nil {
+			return err
+		}
+		if total != nil {
+			*total += n
+		}
+		if n < int64(r.set.Batch) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// eachRestaurant calls f with every restaurant id, in id order.
+func (r *Runner) eachRestaurant(ctx context.Context, f func(id string) error) error {
+	after := ""
+	for {
+		ids, err := r.store.RestaurantIDsAfter(ctx, after, 100)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := f(id); err != nil {
+				return err
+			}
+		}
+		if len(ids) < 100 {
+			return nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// auditPartitions creates the audit partitions of yesterday to a week
+// ahead (UTC days) where missing, and drops the partitions holding only
+// events older than AuditRetention. It returns the partitions created and
+// dropped (a dry run: those it would drop).
+func (r *Runner) auditPartitions(ctx context.Context) (int64, error) {
+	now := r.now()
+	var n int64
+	if !r.set.DryRun {
+		for d := -1; d <= auditDaysAhead; d++ {
+			created, err := r.store.AuditPartitionCreate(ctx, now.AddDate(0, 0, d))
+			if err != nil {
+				return n, err
+			}
+			if created {
+				n++
+			}
+		}
+	}
+	if r.set.AuditRetention <= 0 {
+		return n, nil
+	}
+	old, err := r.store.AuditPartitionsEndingBy(ctx, now.Add(-r.set.AuditRetention))
+	if err != nil {
+		return n, err
+	}
+	for _, name := range old {
+		if r.set.DryRun {
+			r.log.Info("would drop audit partition", "job", JobAuditPartitions, "partition", name)
+			n++
+			continue
+		}
+		if err := r.store.AuditPartitionDrop(ctx, name); err != nil {
+			return n, err
+		}
+		r.log.Info("dropped audit partition", "job", JobAuditPartitions, "partition", name)
+		n++
+	}
+	return n, nil
+}

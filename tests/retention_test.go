@@ -1,0 +1,345 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/maintain"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+// testClock is a settable clock shared by an app and its maintenance
+// runner.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+
+// maintenance is a runner on the app's store and clock with the default
+// settings (25 h compaction window, 400 days of audit).
+func (a *app) maintenance(clock func() time.Time, set maintain.Settings) *maintain.Runner {
+	if set.CompactAfter == 0 {
+		set.CompactAfter = time.Duration(a.cfg.CompactAfter)
+	}
+	return maintain.New(a.store(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, set, 0, clock)
+}
+
+// changeRow reads a record_changes row's compaction state.
+func (a *app) changeRow(restaurant, mutation string) (hasData, compacted bool) {
+	a.t.Helper()
+	err := a.store().Pool().QueryRow(context.Background(),
+		`SELECT data IS NOT NULL, compacted_at IS NOT NULL FROM record_changes WHERE restaurant_id = $1 AND mutation_id = $2`,
+		restaurant, mutation).Scan(&hasData, &compacted)
+	require.NoError(a.t, err)
+	return hasData, compacted
+}
+
+// A walk started before a compaction and continued after it returns
+// exactly what it returned without the compaction; the versions it could
+// never read lose their data, and their mutation ids still answer as
+// replays, never as new changes.
+func TestCompactionKeepsWalksAndReplays(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	ingest := func(id, mutation string, deleted bool, data any) response {
+		return a.ingest(key, "r1", "areas", id, mutation, snapshot("r1", id, mutation, 1_700_000_000_000, deleted, data))
+	}
+	ok := func(r response) {
+		t.Helper()
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	}
+	// t0: a, c and b; a updated (a1 superseded at t0); c deleted, then
+	// re-created (the tombstone c2 superseded at t0).
+	// b is last in the walk's order, so its version as of the pin is read
+	// from the history after the compaction.
+	ok(ingest("a", "a1", false, area("a v1")))
+	ok(ingest("c", "c1", false, area("c v1")))
+	ok(ingest("a", "a2", false, area("a v2")))
+	ok(ingest("c", "c2", true, nil))
+	ok(ingest("c", "c3", false, area("c v3")))
+	ok(ingest("b", "b1", false, area("b v1")))
+
+	// t0+2h: a walk pins the stream; then b changes (b1 superseded at
+	// t0+2h, after the pin: the walk must still return b as b1).
+	clock.Set(t0.Add(2 * time.Hour))
+	first := a.walkStep(key, "r1", "areas", 1, "")
+	require.NotNil(t, first.NextCursor)
+	ok(ingest("b", "b2", false, area("b v2")))
+	before, _ := a.walkFrom(key, "r1", "areas", 1, *first.NextCursor)
+
+	// t0+25h30m: the window (25 h) has passed for a1 and c2, not for b1;
+	// the walk's cursors are valid until t0+26h.
+	clock.Set(t0.Add(25*time.Hour + 30*time.Minute))
+	require.NoError(t, a.maintenance(clock.Now, maintain.Settings{}).RunOnce(context.Background()))
+	for m, want := range map[string]bool{"a1": true, "c2": true, "c1": true, "b1": false, "a2": false, "b2": false, "c3": false} {
+		_, compacted := a.changeRow("r1", m)
+		require.Equal(t, want, compacted, "mutation %s compacted", m)
+	}
+	after, _ := a.walkFrom(key, "r1", "areas", 1, *first.NextCursor)
+	require.Equal(t, before, after, "a walk whose cursor is valid reads the same after compaction")
+	require.Equal(t, "b v1", nameOf(t, after, "b"), "b as it stood at the pin")
+
+	t.Run("replay of a compacted change", func(t *testing.T) {
+		r := ingest("a", "a1", false, area("a v1"))
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+		require.Equal(t, "compacted", r.Header.Get("Idempotent-Replayed-State"))
+		var body struct{ Data map[string]any }
+		r.JSON(t, &body)
+		require.NotContains(t, body.Data, "data", "the compacted state is not invented")
+		require.Equal(t, false, body.Data["deleted"], "never looks like a tombstone")
+		require.Equal(t, "a1", body.Data["mutationId"])
+		require.Equal(t, "1", body.Data["sequence"], "a1 was the stream's first change")
+		require.Equal(t, "a v2", nameOf(t, []envelopeDoc{a.currentState(key, "r1", "areas", "a")}, "a"), "nothing applied")
+	})
+	t.Run("replay of a compacted tombstone", func(t *testing.T) {
+		r := ingest("c", "c2", true, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Equal(t, "compacted", r.Header.Get("Idempotent-Replayed-State"))
+		var body struct{ Data map[string]any }
+		r.JSON(t, &body)
+		require.Equal(t, true, body.Data["deleted"])
+		require.Equal(t, "c v3", nameOf(t, []envelopeDoc{a.currentState(key, "r1", "areas", "c")}, "c"), "the tombstone is not applied again")
+	})
+	t.Run("compacted mutation id with other content", func(t *testing.T) {
+		requireProblem(t, ingest("a", "a1", false, area("other")), http.StatusConflict, "conflict")
+	})
+	t.Run("replay of a kept change", func(t *testing.T) {
+		r := ingest("b", "b1", false, area("b v1"))
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+		require.Empty(t, r.Header.Get("Idempotent-Replayed-State"))
+	})
+	t.Run("a new change to a compacted record", func(t *testing.T) {
+		r := ingest("a", "a3", false, area("a v3"))
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Empty(t, r.Header.Get("Idempotent-Replayed"))
+		require.Equal(t, "a v3", nameOf(t, []envelopeDoc{a.currentState(key, "r1", "areas", "a")}, "a"))
+	})
+	t.Run("compaction again changes nothing more", func(t *testing.T) {
+		var n int
+		require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM record_changes WHERE compacted_at IS NOT NULL`).Scan(&n))
+		require.NoError(t, a.maintenance(clock.Now, maintain.Settings{}).RunOnce(context.Background()))
+		var m int
+		require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM record_changes WHERE compacted_at IS NOT NULL`).Scan(&m))
+		require.Equal(t, n, m)
+	})
+	t.Run("the walk ends with its first page's lifetime", func(t *testing.T) {
+		// Its pages were sealed at t0+25h30m, but the walk began at t0+2h.
+		clock.Set(t0.Add(26 * time.Hour))
+		p := requireProblem(t, a.getAs(key, recordsPath("r1", "areas")+"?limit=1&cursor="+url.QueryEscape(*first.NextCursor)),
+			http.StatusBadRequest, "invalid-request")
+		require.Contains(t, p.Detail, "expired")
+	})
+}
+
+// nameOf is data.name of record id among recs.
+func nameOf(t *testing.T, recs []envelopeDoc, id string) string {
+	t.Helper()
+	for _, r := range recs {
+		if r.ID == id {
+			var d struct{ Name string }
+			require.NoError(t, json.Unmarshal(r.Data, &d))
+			return d.Name
+		}
+	}
+	t.Fatalf("record %s not found", id)
+	return ""
+}
+
+// Versions superseded before superseded_at existed are stamped when the
+// job first sees them and compacted a window later, never at once.
+func TestCompactionOfVersionsFromBeforeTheMigration(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	a.put(key, "r1", "areas", "a", "a1", area("v1"))
+	a.put(key, "r1", "areas", "a", "a2", area("v2"))
+	_, err := a.store().Pool().Exec(context.Background(), `UPDATE record_changes SET superseded_at = NULL WHERE mutation_id = 'a1'`)
+	require.NoError(t, err)
+
+	clock.Set(t0.Add(100 * 24 * time.Hour))
+	run := a.maintenance(clock.Now, maintain.Settings{DryRun: true})
+	require.NoError(t, run.RunOnce(context.Background()))
+	hasData, compacted := a.changeRow("r1", "a1")
+	require.True(t, hasData, "a dry run changes nothing")
+	require.False(t, compacted)
+
+	require.NoError(t, a.maintenance(clock.Now, maintain.Settings{}).RunOnce(context.Background()))
+	hasData, compacted = a.changeRow("r1", "a1")
+	require.True(t, hasData, "stamped now, not compacted: its real age is unknown")
+	require.False(t, compacted)
+	var stamped int64
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+		`SELECT superseded_at FROM record_changes WHERE mutation_id = 'a1'`).Scan(&stamped))
+	require.Equal(t, clock.Now().UnixMilli(), stamped)
+
+	clock.Set(clock.Now().Add(25*time.Hour + time.Millisecond))
+	require.NoError(t, a.maintenance(clock.Now, maintain.Settings{}).RunOnce(context.Background()))
+	hasData, compacted = a.changeRow("r1", "a1")
+	require.False(t, hasData)
+	require.True(t, compacted)
+}
+
+// Compaction works in batches and across restaurants: every version past
+// the window, and none other, ends compacted whatever the batch size.
+func TestCompactionBatches(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1", "r2", "r3")
+	key := a.newKey(grant("r1", "areas:write"), grant("r2", "areas:write"), grant("r3", "areas:write"))
+	for _, r := range []string{"r1", "r2", "r3"} {
+		for i := range 7 {
+			a.put(key, r, "areas", "a", fmt.Sprintf("%s-m%d", r, i), area(fmt.Sprint(i)))
+		}
+	}
+	clock.Set(t0.Add(26 * time.Hour))
+	require.NoError(t, a.maintenance(clock.Now, maintain.Settings{Batch: 2}).RunOnce(context.Background()))
+	var compacted, kept int
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+		`SELECT count(*) FILTER (WHERE compacted_at IS NOT NULL), count(*) FILTER (WHERE compacted_at IS NULL AND data IS NOT NULL)
+		 FROM record_changes`).Scan(&compacted, &kept))
+	require.Equal(t, 3*6, compacted, "six superseded versions per restaurant")
+	require.Equal(t, 3, kept, "the current versions")
+}
+
+// Two processes never run the same job at once: while one holds a job's
+// lock, the other's run skips that job (and still runs the others).
+func TestMaintenanceJobsRunOnceAtATime(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write"))
+	a.put(key, "r1", "areas", "a", "a1", area("v1"))
+	a.put(key, "r1", "areas", "a", "a2", area("v2"))
+	clock.Set(t0.Add(26 * time.Hour))
+
+	// A second process: its own pool on the same database.
+	other, err := store.Open(context.Background(), a.cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer other.Close()
+
+	var innerRan bool
+	ran, err := a.store().WithJobLock(context.Background(), maintain.JobCompaction, func(ctx context.Context) error {
+		again, err := other.WithJobLock(ctx, maintain.JobCompaction, func(context.Context) error { return nil })
+		require.NoError(t, err)
+		innerRan = again
+		// The whole runner of the other process: compaction skipped,
+		// audit partitions done.
+		runner := maintain.New(other, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
+			maintain.Settings{CompactAfter: 25 * time.Hour}, 0, clock.Now)
+		return runner.RunOnce(ctx)
+	})
+	require.NoError(t, err)
+	require.True(t, ran)
+	require.False(t, innerRan, "the lock is held by the first process")
+	_, compacted := a.changeRow("r1", "a1")
+	require.False(t, compacted, "the other process skipped compaction while the first held its lock")
+	var partitions int
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM foodsafe_audit_partition_bounds() WHERE upper_bound > $1`, clock.Now()).Scan(&partitions))
+	require.GreaterOrEqual(t, partitions, 8, "it ran the audit partition job: today and a week ahead")
+
+	// Released: the other process runs it now.
+	again, err := other.WithJobLock(context.Background(), maintain.JobCompaction, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.True(t, again)
+	require.NoError(t, maintain.New(other, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
+		maintain.Settings{CompactAfter: 25 * time.Hour}, 0, clock.Now).RunOnce(context.Background()))
+	_, compacted = a.changeRow("r1", "a1")
+	require.True(t, compacted)
+}
+
+// Audit events land in day partitions, created on demand when the writer
+// meets a day nobody prepared, and every event written across a day
+// boundary and while the retention job drops old partitions is kept;
+// `foodsafe audit`'s query reads across partitions.
+func TestAuditPartitions(t *testing.T) {
+	t.Parallel()
+	day1 := time.Date(2030, 1, 1, 23, 59, 59, 0, time.UTC)
+	clock := &testClock{now: day1}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:read"))
+	call := func(n int) {
+		for range n {
+			require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants").Status)
+		}
+	}
+	call(3) // day 1: no partition exists
+	clock.Set(day1.Add(2 * time.Second))
+	call(4)                                               // day 2
+	require.NoError(t, a.svc.Close(context.Background())) // flushes the writer
+
+	// Day 3, on a second server: requests go on while the job drops
+	// everything older than a day (the partition of the rows from before
+	// the migration, and day 1).
+	b := newApp(t, withClock(clock.Now), withDatabaseURL(a.cfg.DatabaseURL))
+	clock.Set(day1.Add(36 * time.Hour))
+	const during = 20
+	done := make(chan int)
+	go func() {
+		ok := 0
+		for range during {
+			if b.do(req{Path: "/v1/restaurants", Header: map[string]string{"Authorization": "Bearer " + key}}).Status == http.StatusOK {
+				ok++
+			}
+		}
+		done <- ok
+	}()
+	err := b.maintenance(clock.Now, maintain.Settings{AuditRetention: 24 * time.Hour}).RunOnce(context.Background())
+	sent := <-done
+	require.NoError(t, err)
+	require.Equal(t, during, sent)
+	require.NoError(t, b.svc.Close(context.Background()))
+
+	st, err := store.Open(context.Background(), a.cfg.DatabaseURL)
+	require.NoError(t, err)
+	defer st.Close()
+	count := func(query string, args ...any) int {
+		var n int
+		require.NoError(t, st.Pool().QueryRow(context.Background(), query, args...).Scan(&n))
+		return n
+	}
+	require.Zero(t, count(`SELECT count(*) FROM foodsafe_audit_partition_bounds() WHERE upper_bound <= '2030-01-02 00:00:00+00'`),
+		"day 1 and everything before it dropped")
+	require.Equal(t, 4, count(`SELECT count(*) FROM audit_events_p20300102 WHERE route = '/v1/restaurants'`))
+	require.Equal(t, during, count(`SELECT count(*) FROM audit_events_p20300103 WHERE route = '/v1/restaurants'`),
+		"every event written while partitions were dropped")
+
+	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: day1, Limit: 1000})
+	require.NoError(t, err)
+	days := map[int]int{}
+	for _, e := range events {
+		if e.Route == "/v1/restaurants" {
+			days[e.At.UTC().Day()]++
+		}
+	}
+	require.Equal(t, map[int]int{2: 4, 3: during}, days, "one read across partitions")
+}
