@@ -49,6 +49,13 @@ var hotPathIndexes = map[string][]string{
 	"RecordChangesStampSuperseded": {"record_changes_unstamped_idx", "record_changes_pkey"},
 	"RecordChangesCompact":         {"record_changes_compactable_idx", "record_changes_pkey"},
 	"RecordChangesCompactable":     {"record_changes_unstamped_idx", "record_changes_compactable_idx"},
+	"BlobCandidates":               {"blobs_pkey"},
+	"BlobLock":                     {"blobs_pkey"},
+	"BlobImageReferenced":          {"delivery_images_sha256_idx"},
+	"BlobAssetReferences":          {"asset_uploads_sha256_idx", "records_pkey"},
+	"StreamLock":                   {"collection_streams_pkey"},
+	"AssetUploadsDeleteDead":       {"asset_uploads_sha256_idx"},
+	"BlobDelete":                   {"blobs_pkey"},
 }
 
 // boundedSorts are the statements allowed a Sort node, each because what
@@ -57,6 +64,10 @@ var boundedSorts = map[string]bool{
 	// ORDER BY image_id over a LEFT JOIN from the one delivery its primary
 	// key finds: the images of that delivery.
 	"DeliveryImageList": true,
+	// The assets stored under one digest, in stream order (so the
+	// collector takes stream locks in one order): bounded by how often
+	// the same bytes were uploaded.
+	"BlobAssetReferences": true,
 }
 
 // Every hot-path statement takes its intended index whether or not its
@@ -167,6 +178,18 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, err)
 	_, _, err = st.ChangesCompactable(ctx, "r2", 1)
 	require.NoError(t, err)
+	// The blob collector, on bytes whose only asset is dead.
+	dead := strings.Repeat("ab", 32)
+	execSQL(t, dbURL, `INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, captured_at,
+		received_at, payload_version) VALUES ('r3', 'drive-files', 'gc-dead', 1, 'gc-dead-1', true, 0, 0, 1)`)
+	execSQL(t, dbURL, `INSERT INTO asset_uploads (restaurant_id, collection, record_id, object_key, sha256, content_type,
+		byte_length, uploaded_at, mutation_id) VALUES ('r3', 'drive-files', 'gc-dead', 'f', $1, 'text/plain', 1, 0, 'gc-dead-0')`, dead)
+	require.NoError(t, st.BlobClaim(ctx, dead, 0))
+	_, err = st.BlobCandidates(ctx, "", 1, 1000)
+	require.NoError(t, err)
+	collected, err := st.BlobCollect(ctx, dead, 1, false, func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.True(t, collected)
 
 	out := map[string]sentQuery{}
 	for _, q := range rec.take() {

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/maintain"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
@@ -34,7 +36,7 @@ func (a *app) maintenance(clock func() time.Time, set maintain.Settings) *mainta
 	if set.CompactAfter == 0 {
 		set.CompactAfter = time.Duration(a.cfg.CompactAfter)
 	}
-	return maintain.New(a.store(), slog.New(slog.NewTextHandler(io.Discard, nil)), nil, set, 0, clock)
+	return maintain.New(a.store(), a.svc.Blobs, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, set, 0, clock)
 }
 
 // changeRow reads a record_changes row's compaction state.
@@ -252,7 +254,7 @@ func TestMaintenanceJobsRunOnceAtATime(t *testing.T) {
 		innerRan = again
 		// The whole runner of the other process: compaction skipped,
 		// audit partitions done.
-		runner := maintain.New(other, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
+		runner := maintain.New(other, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
 			maintain.Settings{CompactAfter: 25 * time.Hour}, 0, clock.Now)
 		return runner.RunOnce(ctx)
 	})
@@ -270,7 +272,7 @@ func TestMaintenanceJobsRunOnceAtATime(t *testing.T) {
 	again, err := other.WithJobLock(context.Background(), maintain.JobCompaction, func(context.Context) error { return nil })
 	require.NoError(t, err)
 	require.True(t, again)
-	require.NoError(t, maintain.New(other, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
+	require.NoError(t, maintain.New(other, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
 		maintain.Settings{CompactAfter: 25 * time.Hour}, 0, clock.Now).RunOnce(context.Background()))
 	_, compacted = a.changeRow("r1", "a1")
 	require.True(t, compacted)
@@ -342,4 +344,156 @@ func TestAuditPartitions(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[int]int{2: 4, 3: during}, days, "one read across partitions")
+}
+
+// hookedBlobs is the app's real file store with a hook run before each
+// deletion, to act while the collector holds its locks.
+type hookedBlobs struct {
+	blob.Store
+	beforeDelete func(sha string)
+}
+
+func (h hookedBlobs) Delete(ctx context.Context, sha string) error {
+	h.beforeDelete(sha)
+	return h.Store.Delete(ctx, sha)
+}
+
+// hasBytes reports whether the file store holds the bytes of sha.
+func (a *app) hasBytes(sha string) bool {
+	a.t.Helper()
+	for _, p := range a.storedObjects() {
+		if strings.HasSuffix(p, sha) {
+			return true
+		}
+	}
+	return false
+}
+
+// The collector deletes bytes only when no live asset and no delivery
+// image has used them for the grace period, counting references across
+// restaurants, on every file store; an upload of the same bytes that
+// arrives while the collector deletes them ends with the bytes stored.
+func TestBlobCollection(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testBlobCollection)
+}
+
+func testBlobCollection(t *testing.T, b backend) {
+	t0 := time.Now().Truncate(time.Second)
+	clock := &testClock{now: t0}
+	a := newApp(t, append(b.opts(t), withClock(clock.Now))...)
+	a.addRestaurants("r1", "r2")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read", "deliveries:write", "delivery-images:write"), grant("r2", col+":write", col+":read"))
+	file := func(name string) []byte { return []byte("bytes of " + name + " " + t0.String()) }
+	shared, deleted, renamed, imaged, late, racing := file("shared"), file("deleted"), file("renamed"), file("imaged"), file("late"), file("racing")
+	attach := func(restaurant, id string, body []byte) {
+		t.Helper()
+		a.put(key, restaurant, col, id, id+"-m1", picture(id+".jpg", nil))
+		r := a.upload(key, assetPath(restaurant, col, id, id+".jpg"), "image/jpeg", digestHeader(body), body)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	}
+	gone := func(restaurant, id, mutation string) {
+		t.Helper()
+		r := a.ingest(key, restaurant, col, id, mutation, snapshot(restaurant, id, mutation, 1_700_000_000_000, true, nil))
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	}
+	attach("r1", "p-shared", shared)
+	attach("r2", "p-shared", shared) // the same bytes in another restaurant
+	attach("r1", "p-deleted", deleted)
+	attach("r1", "p-renamed", renamed)
+	attach("r2", "p-imaged", imaged)
+	attach("r1", "p-late", late)
+	a.put(key, "r1", col, "p-racing", "p-racing-m1", picture("p-racing.jpg", nil))
+	attach("r1", "p-racing-old", racing)
+	require.Equal(t, http.StatusOK, a.putJSON(key, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 1000)).Status)
+	r := a.upload(key, "/v1/ingest/restaurants/r1/deliveries/d1/images/i1", "image/jpeg", digestHeader(imaged), imaged)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+
+	gone("r2", "p-shared", "p-shared-gone")                                         // r1 still uses the bytes
+	gone("r1", "p-deleted", "p-deleted-gone")                                       // nobody does
+	a.put(key, "r1", col, "p-renamed", "p-renamed-m3", picture("another.jpg", nil)) // names another file
+	gone("r2", "p-imaged", "p-imaged-gone")                                         // a delivery image still does
+	gone("r1", "p-racing-old", "p-racing-gone")                                     // nobody does, until the race below
+	clock.Set(t0.Add(6 * 24 * time.Hour))
+	gone("r1", "p-late", "p-late-gone") // dies six days later
+
+	const grace = 7 * 24 * time.Hour
+	collect := func(set maintain.Settings, hook func(string)) {
+		t.Helper()
+		set.BlobGrace = grace
+		r := maintain.New(a.store(), hookedBlobs{a.svc.Blobs, hook}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, set, 0, clock.Now)
+		require.NoError(t, r.RunOnce(context.Background()))
+	}
+	noHook := func(string) {}
+	all := map[string][]byte{"shared": shared, "deleted": deleted, "renamed": renamed, "imaged": imaged, "late": late, "racing": racing}
+	present := func() map[string]bool {
+		out := map[string]bool{}
+		for name, body := range all {
+			out[name] = a.hasBytes(sha256Hex(body))
+		}
+		return out
+	}
+	allPresent := map[string]bool{"shared": true, "deleted": true, "renamed": true, "imaged": true, "late": true, "racing": true}
+
+	collect(maintain.Settings{}, noHook)
+	require.Equal(t, allPresent, present(), "within the grace period nothing goes")
+
+	clock.Set(t0.Add(8 * 24 * time.Hour))
+	collect(maintain.Settings{DryRun: true}, noHook)
+	require.Equal(t, allPresent, present(), "a dry run deletes nothing")
+
+	// While the collector deletes the racing bytes (holding their claim),
+	// a device uploads the same bytes for another record.
+	uploaded := make(chan response, 1)
+	collect(maintain.Settings{}, func(sha string) {
+		if sha != sha256Hex(racing) {
+			return
+		}
+		go func() {
+			uploaded <- a.do(uploadReq(key, assetPath("r1", col, "p-racing", "p-racing.jpg"), "image/jpeg", digestHeader(racing), racing))
+		}()
+		a.waitForLockWaiter("BlobClaim")
+	})
+	up := <-uploaded
+	require.Equal(t, http.StatusOK, up.Status, "%s", up.Body)
+	require.Equal(t, map[string]bool{"shared": true, "deleted": false, "renamed": false, "imaged": true, "late": true, "racing": true},
+		present(), "only bytes no live asset or image used for the grace period are gone")
+	items := a.fileList(key, assetsPath("r1", col, "p-racing"))
+	require.Len(t, items, 1)
+	require.Equal(t, sha256Hex(racing), items[0].SHA256)
+	if !a.onS3() {
+		require.Equal(t, racing, a.download(items[0].URL).Body, "the upload that met the collector is served")
+	}
+	require.Len(t, a.fileList(key, assetsPath("r1", col, "p-shared")), 1)
+
+	clock.Set(t0.Add(14 * 24 * time.Hour))
+	collect(maintain.Settings{}, noHook)
+	require.Equal(t, map[string]bool{"shared": true, "deleted": false, "renamed": false, "imaged": true, "late": false, "racing": true},
+		present(), "a week after the last reference died")
+
+	// A record that comes back names its file again as pending: its bytes
+	// are gone, so it must be uploaded again rather than point at nothing.
+	e := a.put(key, "r1", col, "p-deleted", "p-deleted-back", picture("p-deleted.jpg", nil))
+	require.Equal(t, map[string]any{"objectKey": "p-deleted.jpg", "status": "pending"}, assetOf(t, e))
+	r = a.upload(key, assetPath("r1", col, "p-deleted", "p-deleted.jpg"), "image/jpeg", digestHeader(deleted), deleted)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.True(t, a.hasBytes(sha256Hex(deleted)))
+}
+
+// waitForLockWaiter returns once a statement whose text contains marker
+// waits for a lock in the app's database.
+func (a *app) waitForLockWaiter(marker string) {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard against hanging, not a measure
+	defer cancel()
+	for {
+		var n int
+		err := a.store().Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, marker).Scan(&n)
+		require.NoError(a.t, err, "waiting for a statement %s to wait for a lock", marker)
+		if n > 0 {
+			return
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/app"
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/maintain"
 )
 
@@ -16,9 +17,10 @@ func maintainCmd() *cobra.Command {
 	var once, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "maintain [--once] [--dry-run]",
-		Short: "Compact the change log and rotate audit partitions (what serve does every FOODSAFE_MAINTENANCE_INTERVAL)",
-		Long: "Runs the maintenance jobs: change-log compaction (FOODSAFE_COMPACT_AFTER) and audit partitions " +
-			"(created a week ahead, dropped after FOODSAFE_AUDIT_RETENTION). Without --once it runs them every " +
+		Short: "Compact the change log, rotate audit partitions, delete unreferenced files (what serve does every FOODSAFE_MAINTENANCE_INTERVAL)",
+		Long: "Runs the maintenance jobs: change-log compaction (FOODSAFE_COMPACT_AFTER), audit partitions " +
+			"(created a week ahead, dropped after FOODSAFE_AUDIT_RETENTION) and file collection (bytes no live asset or " +
+			"delivery image has used for FOODSAFE_BLOB_GRACE). Without --once it runs them every " +
 			"FOODSAFE_MAINTENANCE_INTERVAL until SIGINT/SIGTERM. --dry-run reports what the jobs would change and changes nothing.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,7 +45,12 @@ func maintainCmd() *cobra.Command {
 			if once {
 				interval = 0
 			}
-			r := maintain.New(st, log, nil, set, interval, nil)
+			// The collector only deletes: no download URL is signed here.
+			blobs, err := blob.Open(cmd.Context(), blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir})
+			if err != nil {
+				return fmt.Errorf("file store %s: %w", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}), err)
+			}
+			r := maintain.New(st, blobs, log, nil, set, interval, nil)
 			if !once {
 				r.Loop(cmd.Context(), interval)
 				return nil
@@ -58,4 +65,3 @@ func maintainCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be compacted or dropped; change nothing (with --once)")
 	return cmd
 }
-

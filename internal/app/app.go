@@ -40,6 +40,8 @@ type App struct {
 	Engine  *gin.Engine
 	Audit   *audit.Writer
 	Limiter *ratelimit.Limiter
+	// Blobs is the file store (FOODSAFE_BLOB_URL or FOODSAFE_BLOB_DIR).
+	Blobs blob.Store
 	// Metrics is this instance's own registry; nil when metrics are off
 	// (FOODSAFE_METRICS_ADDR="").
 	Metrics *metrics.Metrics
@@ -109,13 +111,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if err != nil {
 		return nil, err
 	}
-	jobs := maintain.New(st, log, m, MaintenanceSettings(cfg), cfg.MaintenanceInterval, o.Now)
-	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Metrics: m, Maintenance: jobs, log: log}, nil
+	jobs := maintain.New(st, blobs, log, m, MaintenanceSettings(cfg), cfg.MaintenanceInterval, o.Now)
+	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Blobs: blobs, Metrics: m, Maintenance: jobs, log: log}, nil
 }
 
 // MaintenanceSettings are the maintenance jobs' settings in cfg.
 func MaintenanceSettings(cfg config.Config) maintain.Settings {
-	return maintain.Settings{CompactAfter: time.Duration(cfg.CompactAfter), AuditRetention: time.Duration(cfg.AuditRetention)}
+	return maintain.Settings{CompactAfter: time.Duration(cfg.CompactAfter), AuditRetention: time.Duration(cfg.AuditRetention),
+		BlobGrace: time.Duration(cfg.BlobGrace)}
 }
 
 // openBlobs opens the configured file store; only the filesystem store

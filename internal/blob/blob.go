@@ -57,6 +57,10 @@ type Store interface {
 	DownloadURL(ctx context.Context, d Download) (string, time.Time, error)
 	// Ping reports whether the storage can be used now (readiness).
 	Ping(ctx context.Context) error
+	// Delete removes the bytes of a digest; bytes already gone are not an
+	// error. Only the blob collector calls it (store.BlobCollect says
+	// when that is safe).
+	Delete(ctx context.Context, sha string) error
 }
 
 // Download asks for one download URL.
@@ -169,6 +173,17 @@ func (f *FS) put(ctx context.Context, r io.Reader, want [sha256.Size]byte, maxBy
 		return Object{}, storageError{err}
 	}
 	return obj, nil
+}
+
+// Delete removes the file of sha.
+func (f *FS) Delete(_ context.Context, sha string) error {
+	if !ValidSHA256(sha) {
+		return fmt.Errorf("blob: delete: %q is not a SHA-256 digest", sha)
+	}
+	if err := os.Remove(f.path(sha)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Open returns the stored file of sha for serving.

@@ -309,6 +309,19 @@ func (s *S3) remove(ctx context.Context, key string) error {
 	return err
 }
 
+// Delete removes the object of sha. S3 answers a delete of a missing key
+// with success, which is what the collector wants.
+func (s *S3) Delete(ctx context.Context, sha string) error {
+	if !ValidSHA256(sha) {
+		return fmt.Errorf("blob: delete: %q is not a SHA-256 digest", sha)
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.loc.Bucket), Key: aws.String(s.key(sha))})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, s.describe(err))
+	}
+	return nil
+}
+
 // DownloadURL presigns a GET that forces the recorded content type and an
 // attachment disposition (response-content-type,
 // response-content-disposition), signed at d.SignedAt: the URL stops

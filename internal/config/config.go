@@ -94,6 +94,11 @@ type Config struct {
 	// AuditRetention is how long audit events are kept, a day partition
 	// at a time; 0 keeps them all.
 	AuditRetention Days `env:"FOODSAFE_AUDIT_RETENTION" envDefault:"400d"`
+	// BlobGrace is how long stored bytes are kept after their latest
+	// upload and after the last asset naming them died (record deleted,
+	// or naming another file); then the collector deletes them. Longer
+	// than UploadTimeout; 0 never deletes.
+	BlobGrace Days `env:"FOODSAFE_BLOB_GRACE" envDefault:"7d"`
 	// MaintenanceInterval is how often `foodsafe serve` runs the
 	// maintenance jobs (one replica at a time); 0 runs none, for
 	// operators who run `foodsafe maintain` from cron instead.
@@ -132,8 +137,11 @@ func (c Config) check() error {
 	switch {
 	case c.CursorTTL <= 0:
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
-	case c.CompactAfter < 0, c.AuditRetention < 0, c.MaintenanceInterval < 0:
-		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
+	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
+		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
+	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:
+		return fmt.Errorf("FOODSAFE_BLOB_GRACE (%s) must be longer than FOODSAFE_UPLOAD_TIMEOUT (%s), or 0: bytes being uploaded are not referenced yet",
+			c.BlobGrace, c.UploadTimeout)
 	case c.CompactAfter != 0 && time.Duration(c.CompactAfter) <= c.CursorTTL:
 		return fmt.Errorf("FOODSAFE_COMPACT_AFTER (%s) must be longer than FOODSAFE_CURSOR_TTL (%s), or 0: a walk reads versions superseded since its first page, for as long as its cursors live",
 			time.Duration(c.CompactAfter), c.CursorTTL)

@@ -37,6 +37,7 @@ func TestLoadRefusesUnsafeRetention(t *testing.T) {
 		"cursors that never expire":             {"FOODSAFE_CURSOR_TTL": "0s"},
 		"negative retention":                    {"FOODSAFE_AUDIT_RETENTION": "-1h"},
 		"negative interval":                     {"FOODSAFE_MAINTENANCE_INTERVAL": "-1m"},
+		"grace shorter than an upload":          {"FOODSAFE_BLOB_GRACE": "5m"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range env {
@@ -53,6 +54,7 @@ func TestLoadRefusesUnsafeRetention(t *testing.T) {
 		"longer TTL, window":  {"FOODSAFE_CURSOR_TTL": "48h", "FOODSAFE_COMPACT_AFTER": "3d"},
 		"audit kept forever":  {"FOODSAFE_AUDIT_RETENTION": "0"},
 		"maintenance by cron": {"FOODSAFE_MAINTENANCE_INTERVAL": "0"},
+		"blobs kept forever":  {"FOODSAFE_BLOB_GRACE": "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range env {

@@ -1,6 +1,7 @@
 // Package maintain runs the jobs that keep storage proportional to live
-// data plus a configured window: change-log compaction and audit
-// partitions (creation ahead, retention). `foodsafe serve` runs them on a
+// data plus a configured window: change-log compaction, audit partitions
+// (creation ahead, retention) and the collection of unreferenced file
+// bytes. `foodsafe serve` runs them on a
 // schedule and `foodsafe maintain` once, for operators who prefer cron.
 //
 // Each job runs under a PostgreSQL advisory lock (store.WithJobLock), so
@@ -20,6 +21,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
@@ -32,6 +34,9 @@ type Settings struct {
 	// AuditRetention is how long audit events are kept
 	// (FOODSAFE_AUDIT_RETENTION); 0 keeps them all.
 	AuditRetention time.Duration
+	// BlobGrace is how long unreferenced bytes are kept
+	// (FOODSAFE_BLOB_GRACE); 0 keeps them all.
+	BlobGrace time.Duration
 	// Batch is the most rows one statement changes; 0 means 1000.
 	Batch int
 	// DryRun reports what the jobs would do and changes nothing.
@@ -47,11 +52,13 @@ const auditDaysAhead = 7
 const (
 	JobCompaction      = "change-compaction"
 	JobAuditPartitions = "audit-partitions"
+	JobBlobGC          = "blob-gc"
 )
 
 // Runner runs the jobs.
 type Runner struct {
 	store *store.Store
+	blobs blob.Store
 	log   *slog.Logger
 	set   Settings
 	now   func() time.Time
@@ -64,20 +71,21 @@ type job struct {
 	metrics *metrics.Job
 }
 
-// New makes a runner whose jobs report to m (nil: no metrics) every
-// interval (declared for the lag alert; 0 for a one-off run). now may be
-// nil (time.Now).
-func New(st *store.Store, log *slog.Logger, m *metrics.Metrics, set Settings, interval time.Duration, now func() time.Time) *Runner {
+// New makes a runner over the database and the file store, whose jobs
+// report to m (nil: no metrics) every interval (declared for the lag
+// alert; 0 for a one-off run). now may be nil (time.Now).
+func New(st *store.Store, blobs blob.Store, log *slog.Logger, m *metrics.Metrics, set Settings, interval time.Duration, now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
 	}
 	if set.Batch <= 0 {
 		set.Batch = 1000
 	}
-	r := &Runner{store: st, log: log, set: set, now: now}
+	r := &Runner{store: st, blobs: blobs, log: log, set: set, now: now}
 	r.jobs = []job{
 		{name: JobCompaction, run: r.compact, metrics: m.Job(JobCompaction, interval)},
 		{name: JobAuditPartitions, run: r.auditPartitions, metrics: m.Job(JobAuditPartitions, interval)},
+		{name: JobBlobGC, run: r.collectBlobs, metrics: m.Job(JobBlobGC, interval)},
 	}
 	return r
 }
@@ -236,4 +244,41 @@ func (r *Runner) auditPartitions(ctx context.Context) (int64, error) {
 		n++
 	}
 	return n, nil
+}
+
+// collectBlobs deletes the bytes no live asset or delivery image has
+// needed for BlobGrace (store.BlobCollect decides, under locks), walking
+// the claims in digest order in batches. It returns the blobs deleted (a
+// dry run: those it would delete).
+func (r *Runner) collectBlobs(ctx context.Context) (int64, error) {
+	if r.set.BlobGrace <= 0 || r.blobs == nil {
+		return 0, nil
+	}
+	horizon := r.now().Add(-r.set.BlobGrace).UnixMilli()
+	var n int64
+	after := ""
+	for {
+		shas, err := r.store.BlobCandidates(ctx, after, horizon, r.set.Batch)
+		if err != nil {
+			return n, err
+		}
+		for _, sha := range shas {
+			collected, err := r.store.BlobCollect(ctx, sha, horizon, r.set.DryRun, func(ctx context.Context) error {
+				return r.blobs.Delete(ctx, sha)
+			})
+			if err != nil {
+				return n, err
+			}
+			if collected {
+				n++
+				if r.set.DryRun {
+					r.log.Info("would delete file", "job", JobBlobGC, "sha256", sha)
+				}
+			}
+		}
+		if len(shas) < r.set.Batch {
+			return n, nil
+		}
+		after = shas[len(shas)-1]
+	}
 }

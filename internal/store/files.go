@@ -78,7 +78,11 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 		if err != nil {
 			return err
 		}
-		fp := sha256.Sum256([]byte(fmt.Sprintf("asset-upload\n%s\n%s\n%s\n%s", k.Collection, k.RecordID, objectKey, u.SHA256)))
+		// The record's sequence makes the id new for every upload that
+		// is not a replay (a replay was answered above, from its
+		// asset_uploads row): the same file uploaded again after the blob
+		// collector forgot a dead asset is a new change, not a taken id.
+		fp := sha256.Sum256([]byte(fmt.Sprintf("asset-upload\n%s\n%s\n%s\n%s\n%d", k.Collection, k.RecordID, objectKey, u.SHA256, rec.Sequence)))
 		mutationID := UploadMutationPrefix + hex.EncodeToString(fp[:16])
 		if err := q.AssetUploadInsert(ctx, db.AssetUploadInsertParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
 			RecordID: k.RecordID, ObjectKey: objectKey, Sha256: u.SHA256, ContentType: u.ContentType,

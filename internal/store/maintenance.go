@@ -109,3 +109,90 @@ func jobLockKey(name string) int64 {
 	_, _ = h.Write([]byte(name))
 	return int64(0x6673_6a62)<<32 | int64(h.Sum32())
 }
+
+// BlobClaim claims the bytes of sha for an upload about to write them
+// (now in epoch ms), in a statement of its own: the blob collector leaves
+// them alone for its grace period from now. Call it before writing.
+func (s *Store) BlobClaim(ctx context.Context, sha string, now int64) error {
+	return translate(s.q.BlobClaim(ctx, db.BlobClaimParams{Sha256: sha, Now: now}))
+}
+
+// BlobCandidates lists up to n digests after `after`, in order, whose
+// latest claim is older than horizon (epoch ms).
+func (s *Store) BlobCandidates(ctx context.Context, after string, horizon int64, n int) ([]string, error) {
+	shas, err := s.q.BlobCandidates(ctx, db.BlobCandidatesParams{After: after, Horizon: horizon, MaxRows: int32(n)})
+	return shas, translate(err)
+}
+
+// BlobCollect deletes the bytes of sha (with del) and everything that
+// names them, when its claim is older than horizon (epoch ms), no delivery
+// image uses them, and every asset stored under them is dead (its record
+// deleted or naming another file) since before horizon. It says whether
+// it collected; a dry run checks the same and changes nothing.
+//
+// One transaction: the claim's row lock first (an upload claiming the
+// bytes now waits, then writes them again), then the locks of the streams
+// of every asset stored under them (ingest and uploads hold these while
+// they read or write a stream's assets), then the check again under the
+// locks, then the deletion of the dead assets, the bytes and the claim.
+// Bytes deleted by a transaction that then fails to commit leave the claim
+// and the rows behind, and the next run finishes the work.
+func (s *Store) BlobCollect(ctx context.Context, sha string, horizon int64, dryRun bool, del func(context.Context) error) (bool, error) {
+	collected := false
+	err := s.inTx(ctx, func(q *db.Queries) error {
+		_, err := q.BlobLock(ctx, db.BlobLockParams{Sha256: sha, Horizon: horizon})
+		if ok, err := found(err); !ok {
+			return err // nil when claimed since, or held by another transaction
+		}
+		used, err := q.BlobImageReferenced(ctx, sha)
+		if err != nil || used {
+			return err
+		}
+		refs, err := q.BlobAssetReferences(ctx, sha)
+		if err != nil || !allDead(refs, horizon) {
+			return err
+		}
+		var last db.StreamLockParams
+		for _, r := range refs {
+			stream := db.StreamLockParams{RestaurantID: r.RestaurantID, Collection: r.Collection}
+			if stream == last {
+				continue
+			}
+			last = stream
+			if err := q.StreamLock(ctx, stream); err != nil {
+				return err
+			}
+		}
+		if refs, err = q.BlobAssetReferences(ctx, sha); err != nil || !allDead(refs, horizon) {
+			return err
+		}
+		if dryRun {
+			collected = true
+			return nil
+		}
+		if _, err := q.AssetUploadsDeleteDead(ctx, sha); err != nil {
+			return err
+		}
+		if err := del(ctx); err != nil {
+			return err
+		}
+		if err := q.BlobDelete(ctx, sha); err != nil {
+			return err
+		}
+		collected = true
+		return nil
+	})
+	return collected && err == nil, err
+}
+
+// allDead: no asset of refs is live, and none of their records changed
+// since horizon (a reference that died recently keeps its bytes for the
+// grace period too).
+func allDead(refs []db.BlobAssetReferencesRow, horizon int64) bool {
+	for _, r := range refs {
+		if r.Live || r.ReceivedAt >= horizon {
+			return false
+		}
+	}
+	return true
+}

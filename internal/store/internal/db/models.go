@@ -82,6 +82,13 @@ type AuditMigration struct {
 	Cutover pgtype.Date
 }
 
+// One row per stored file (content address): claimed by every upload before its bytes are written, deleted by the blob collector together with the bytes.
+type Blob struct {
+	Sha256 string
+	// Epoch milliseconds of the latest upload of these bytes (or of migration 00010 for bytes stored before it). The collector leaves bytes alone for FOODSAFE_BLOB_GRACE after it.
+	LastPutAt int64
+}
+
 // Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else.
 type CollectionStream struct {
 	RestaurantID string
