@@ -179,3 +179,66 @@ func seedVersionsSQL(b testing.TB, dbURL string, n, versions int) {
 		require.NoError(b, err, st.sql)
 	}
 }
+
+// BenchmarkAuditPartitionLayout compares the two layouts the audit
+// retention could use over 400 days of events (1,000 a day): one partition
+// per day (400 partitions, what migration 00009 does) and one per week (58),
+// on what the service does with them: the COPY of a 500-event batch into
+// today, and `foodsafe audit`'s query (the last 24 hours, newest 100),
+// planned and executed each time as a one-off command does.
+func BenchmarkAuditPartitionLayout(b *testing.B) {
+	ctx := context.Background()
+	dbURL := testdb.URL(b)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(b, err)
+	defer conn.Close(ctx)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for _, layout := range []struct {
+		name  string
+		width int // days per partition
+	}{{"day", 1}, {"week", 7}} {
+		tbl := "audit_layout_" + layout.name
+		_, err := conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s (LIKE audit_events INCLUDING DEFAULTS) PARTITION BY RANGE (occurred_at);
+			ALTER TABLE %[1]s ADD PRIMARY KEY (id, occurred_at);
+			CREATE INDEX ON %[1]s (occurred_at DESC, id DESC)`, tbl))
+		require.NoError(b, err)
+		first := today.AddDate(0, 0, -400)
+		for d := first; !d.After(today.AddDate(0, 0, 7)); d = d.AddDate(0, 0, layout.width) {
+			_, err := conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE %[1]s_%[2]s PARTITION OF %[1]s FOR VALUES FROM ('%[3]s') TO ('%[4]s')`,
+				tbl, d.Format("20060102"), d.Format(time.RFC3339), d.AddDate(0, 0, layout.width).Format(time.RFC3339)))
+			require.NoError(b, err)
+		}
+		_, err = conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (occurred_at, method, route, status, request_id)
+			SELECT $1::timestamptz + (g * interval '34560 milliseconds'), 'GET', '/v1/restaurants', 200, 'r' || g
+			FROM generate_series(0, 399999) g`, tbl), first)
+		require.NoError(b, err)
+		_, err = conn.Exec(ctx, "ANALYZE "+tbl)
+		require.NoError(b, err)
+		var partitions int
+		require.NoError(b, conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass`, tbl).Scan(&partitions))
+		b.Logf("%s: %d partitions, 400,000 events", layout.name, partitions)
+
+		b.Run(layout.name+"/audit-query", func(b *testing.B) {
+			q := fmt.Sprintf(`SELECT id, occurred_at, route FROM %s WHERE occurred_at >= $1 ORDER BY occurred_at DESC, id DESC LIMIT 100`, tbl)
+			for b.Loop() {
+				// Simple protocol: planned on every call, like the CLI's
+				// one query per process.
+				rows, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol, time.Now().Add(-24*time.Hour))
+				require.NoError(b, err)
+				rows.Close()
+				require.NoError(b, rows.Err())
+			}
+		})
+		b.Run(layout.name+"/copy-500", func(b *testing.B) {
+			batch := make([][]any, 500)
+			for i := range batch {
+				batch[i] = []any{time.Now(), "GET", "/v1/restaurants", int16(200), "copy"}
+			}
+			for b.Loop() {
+				_, err := conn.CopyFrom(ctx, pgx.Identifier{tbl}, []string{"occurred_at", "method", "route", "status", "request_id"},
+					pgx.CopyFromRows(batch))
+				require.NoError(b, err)
+			}
+		})
+	}
+}

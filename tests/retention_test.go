@@ -497,3 +497,38 @@ func (a *app) waitForLockWaiter(marker string) {
 		}
 	}
 }
+
+// `foodsafe maintain` as operators run it from cron: --dry-run reports and
+// changes nothing, --once does the work, bad flags are exit status 2.
+func TestMaintainCommand(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write"))
+	a.put(key, "r1", "areas", "a", "a1", area("v1"))
+	a.put(key, "r1", "areas", "a", "a2", area("v2"))
+	_, err := a.store().Pool().Exec(context.Background(), `UPDATE record_changes SET superseded_at = 0 WHERE mutation_id = 'a1'`)
+	require.NoError(t, err)
+
+	r := a.cli("maintain", "--dry-run")
+	require.Equal(t, 2, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "--dry-run needs --once")
+	require.Equal(t, 2, a.cli("maintain", "--once", "extra").Code)
+	require.Equal(t, 2, a.cli("maintain", "--every", "1m").Code)
+
+	r = a.cli("maintain", "--once", "--dry-run")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, `"msg":"would compact"`)
+	require.Contains(t, r.Stderr, `"versions":1`)
+	hasData, _ := a.changeRow("r1", "a1")
+	require.True(t, hasData, "a dry run changes nothing")
+
+	r = a.cli("maintain", "--once")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	for _, job := range []string{maintain.JobCompaction, maintain.JobAuditPartitions, maintain.JobBlobGC} {
+		require.Contains(t, r.Stderr, `"msg":"maintenance job done","job":"`+job+`"`)
+	}
+	hasData, compacted := a.changeRow("r1", "a1")
+	require.False(t, hasData)
+	require.True(t, compacted)
+}

@@ -103,6 +103,11 @@ func (r *Runner) RunOnce(ctx context.Context) error {
 			return err
 		})
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// Shutting down: the next run (here or on another replica)
+			// carries on from the last whole batch.
+			r.log.Info("maintenance job interrupted", "job", j.name, "rows", rows)
+			return ctx.Err()
 		case err != nil:
 			j.metrics.Observe(start, rows, err)
 			r.log.Error("maintenance job failed", "job", j.name, "rows", rows, "error", err)
