@@ -34,11 +34,7 @@ func seedHistoryNoStatsSQL(b testing.TB, dbURL string, n, updates int) {
 	require.NoError(b, err)
 	defer conn.Close(ctx)
 	m := n / 10
-	type stmt struct {
-		sql  string
-		args []any
-	}
-	for _, st := range []stmt{
+	execStatements(b, conn, []sqlStatement{
 		{`INSERT INTO restaurants (id) VALUES ('r1')`, nil},
 		// Base versions: sequence i; superseded by the first update when updated.
 		{`INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
@@ -60,9 +56,21 @@ func seedHistoryNoStatsSQL(b testing.TB, dbURL string, n, updates int) {
 		  SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		  FROM record_changes WHERE superseded_by IS NULL`, nil},
 		{`INSERT INTO collection_streams SELECT 'r1', 'areas', max(sequence) FROM record_changes`, nil},
-	} {
-		_, err := conn.Exec(ctx, st.sql, st.args...)
-		require.NoError(b, err, st.sql)
+	})
+}
+
+// sqlStatement is one statement of a seed.
+type sqlStatement struct {
+	sql  string
+	args []any
+}
+
+// execStatements runs a seed's statements in order on conn.
+func execStatements(t testing.TB, conn *pgx.Conn, stmts []sqlStatement) {
+	t.Helper()
+	for _, st := range stmts {
+		_, err := conn.Exec(context.Background(), st.sql, st.args...)
+		require.NoError(t, err, st.sql)
 	}
 }
 

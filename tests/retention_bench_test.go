@@ -154,11 +154,7 @@ func seedVersionsSQL(b testing.TB, dbURL string, n, versions int) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	require.NoError(b, err)
 	defer conn.Close(ctx)
-	type stmt struct {
-		sql  string
-		args []any
-	}
-	for _, st := range []stmt{
+	execStatements(b, conn, []sqlStatement{
 		{`INSERT INTO restaurants (id) VALUES ('r1')`, nil},
 		{`INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
 		                             captured_at, received_at, payload_version, request_sha256, superseded_by, superseded_at)
@@ -174,10 +170,7 @@ func seedVersionsSQL(b testing.TB, dbURL string, n, versions int) {
 		  SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		  FROM record_changes WHERE superseded_by IS NULL`, nil},
 		{`INSERT INTO collection_streams SELECT 'r1', 'areas', max(sequence) FROM record_changes`, nil},
-	} {
-		_, err := conn.Exec(ctx, st.sql, st.args...)
-		require.NoError(b, err, st.sql)
-	}
+	})
 }
 
 // BenchmarkAuditPartitionLayout compares the two layouts the audit

@@ -49,6 +49,16 @@ func (a *app) changeRow(restaurant, mutation string) (hasData, compacted bool) {
 	return hasData, compacted
 }
 
+// compactionApp is an app on a settable clock (at t0) with restaurant r1
+// and a key that writes and reads its areas.
+func compactionApp(t *testing.T, t0 time.Time) (*app, *testClock, string) {
+	t.Helper()
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	return a, clock, a.newKey(grant("r1", "areas:write", "areas:read"))
+}
+
 // A walk started before a compaction and continued after it returns
 // exactly what it returned without the compaction; the versions it could
 // never read lose their data, and their mutation ids still answer as
@@ -56,10 +66,7 @@ func (a *app) changeRow(restaurant, mutation string) (hasData, compacted bool) {
 func TestCompactionKeepsWalksAndReplays(t *testing.T) {
 	t.Parallel()
 	t0 := time.UnixMilli(1_800_000_000_000)
-	clock := &testClock{now: t0}
-	a := newApp(t, withClock(clock.Now))
-	a.addRestaurants("r1")
-	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	a, clock, key := compactionApp(t, t0)
 	ingest := func(id, mutation string, deleted bool, data any) response {
 		return a.ingest(key, "r1", "areas", id, mutation, snapshot("r1", id, mutation, 1_700_000_000_000, deleted, data))
 	}
@@ -173,10 +180,7 @@ func nameOf(t *testing.T, recs []envelopeDoc, id string) string {
 func TestCompactionOfVersionsFromBeforeTheMigration(t *testing.T) {
 	t.Parallel()
 	t0 := time.UnixMilli(1_800_000_000_000)
-	clock := &testClock{now: t0}
-	a := newApp(t, withClock(clock.Now))
-	a.addRestaurants("r1")
-	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	a, clock, key := compactionApp(t, t0)
 	a.put(key, "r1", "areas", "a", "a1", area("v1"))
 	a.put(key, "r1", "areas", "a", "a2", area("v2"))
 	_, err := a.store().Pool().Exec(context.Background(), `UPDATE record_changes SET superseded_at = NULL WHERE mutation_id = 'a1'`)
@@ -234,10 +238,7 @@ func TestCompactionBatches(t *testing.T) {
 func TestMaintenanceJobsRunOnceAtATime(t *testing.T) {
 	t.Parallel()
 	t0 := time.UnixMilli(1_800_000_000_000)
-	clock := &testClock{now: t0}
-	a := newApp(t, withClock(clock.Now))
-	a.addRestaurants("r1")
-	key := a.newKey(grant("r1", "areas:write"))
+	a, clock, key := compactionApp(t, t0)
 	a.put(key, "r1", "areas", "a", "a1", area("v1"))
 	a.put(key, "r1", "areas", "a", "a2", area("v2"))
 	clock.Set(t0.Add(26 * time.Hour))
