@@ -150,7 +150,7 @@ func (a *API) routes() []route {
 				ID: "walkRecords", Tag: "Collections", Summary: "Walk a collection (a snapshot)",
 				Description: "By sequence ascending. The first page pins the stream position; later pages answer as of it: " +
 					"records changed or deleted during the walk appear once as they stood, records created after it do not. " +
-					"nextCursor is bound to the restaurant, collection and limit and lasts 24 hours. " +
+					"nextCursor is bound to the restaurant, collection and limit; a walk's cursors last 24 hours from its first page. " +
 					"The last page (nextCursor null) carries changesCursor: passed as cursor, it starts a changes walk that " +
 					"returns only the records created, updated or deleted since that snapshot, each once in its latest state " +
 					"(an empty page when nothing changed), and ends with the next changesCursor. A changesCursor never expires; " +

@@ -542,7 +542,9 @@ func addOp(doc *openapi3.T, op Op) error {
 	o := &openapi3.Operation{OperationID: op.ID, Summary: op.Summary, Tags: []string{op.Tag}, Responses: openapi3.NewResponses()}
 	o.Description = op.Description
 	if len(op.Scopes) > 0 {
-		o.Description += "\n\nScopes: " + strings.Join(op.Scopes, " and ") + " on the restaurant."
+		// Code spans: descriptions are Markdown, where a bare
+		// <collection> is an HTML tag and vanishes from rendered docs.
+		o.Description += "\n\nScopes: `" + strings.Join(op.Scopes, "` and `") + "` on the restaurant."
 	}
 	if op.Auth == AuthBearer {
 		o.Security = &openapi3.SecurityRequirements{{"bearerAuth": []string{}}}
