@@ -98,11 +98,14 @@ lint:
 	@out=$$($(GO) run golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION) -test ./...) || exit 1; \
 		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
-## lint-openapi: lint the generated OpenAPI document with spectral (pinned in .ci/package-lock.json).
+## lint-openapi: lint the generated OpenAPI document with spectral and
+## Redocly CLI (both pinned in .ci/package-lock.json); any warning fails.
 lint-openapi:
 	npm ci --prefix .ci --no-audit --no-fund --silent
 	tmp=$$(mktemp -d) && $(GO) run ./cmd/foodsafe openapi > $$tmp/openapi.json && \
-		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn; \
+		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn && \
+		REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		.ci/node_modules/.bin/redocly lint $$tmp/openapi.json --config .ci/redocly.yaml --max-problems 50; \
 		status=$$?; rm -rf $$tmp; exit $$status
 
 ## clean: remove the binary and local state (uploaded files, the demo key).
