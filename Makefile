@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint lint-openapi clean
+.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -106,6 +106,21 @@ lint-openapi:
 		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn && \
 		REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
 		.ci/node_modules/.bin/redocly lint $$tmp/openapi.json --config .ci/redocly.yaml --max-problems 50; \
+		status=$$?; rm -rf $$tmp; exit $$status
+
+## check-clients: generate the clients partners generate from the served
+## document (openapi-typescript for TypeScript, oapi-codegen for Go) and
+## compile a small typed program against each (.ci/clients): fails when
+## record data stops being typed or numbers stop being doubles.
+OAPI_CODEGEN := $(GO) run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2
+check-clients:
+	npm ci --prefix .ci --no-audit --no-fund --silent
+	tmp=$$(mktemp -d) && $(GO) run ./cmd/foodsafe openapi > $$tmp/openapi.json && \
+		.ci/node_modules/.bin/openapi-typescript $$tmp/openapi.json -o .ci/clients/ts/openapi.d.ts --silent && \
+		.ci/node_modules/.bin/tsc -p .ci/clients/ts/tsconfig.json && \
+		mkdir -p .ci/clients/go/client && \
+		(cd .ci/clients/go && $(OAPI_CODEGEN) -generate types,client -package client $$tmp/openapi.json > client/client.go && \
+		 $(GO) build -o /dev/null .); \
 		status=$$?; rm -rf $$tmp; exit $$status
 
 ## clean: remove the binary and local state (uploaded files, the demo key).

@@ -81,7 +81,7 @@ func (a *API) routes() []route {
 			ID: "getDocsPage", Tag: "Documentation", Summary: "Human-readable API documentation",
 			Description: "Swagger UI rendering /v1/openapi.json, served from assets embedded in the binary. Also served at /docs.",
 			OK:          openapi.Response{Media: "text/html"}}},
-		{Method: "GET", Path: "/v1/docs/:asset", Access: accessDocs, Handler: a.docsPage(docsV1), Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/docs/:docFile", Access: accessDocs, Handler: a.docsPage(docsV1), Doc: openapi.Op{
 			ID: "getDocsAsset", Tag: "Documentation", Summary: "A file of the documentation page",
 			Description: "Scripts, styles and icons of the documentation page.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
@@ -93,7 +93,7 @@ func (a *API) routes() []route {
 			ID: "getDocsPageAlias", Tag: "Documentation", Summary: "Human-readable API documentation (alias of /v1/docs)",
 			Description: "The same page as /v1/docs, kept at its first address.",
 			OK:          openapi.Response{Media: "text/html"}}},
-		{Method: "GET", Path: "/docs/:asset", Access: accessDocs, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
+		{Method: "GET", Path: "/docs/:docFile", Access: accessDocs, Handler: a.docsPage(docsRoot), Doc: openapi.Op{
 			ID: "getDocsAssetAlias", Tag: "Documentation", Summary: "A file of the documentation page (alias)",
 			Description: "Scripts, styles and icons of the documentation page at /docs.",
 			OK:          openapi.Response{Media: "*/*"}, Errors: []int{404}}},
