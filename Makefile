@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench load fuzz generate check-generated vet lint lint-openapi check-clients clean
+.PHONY: build run migrate test test-citus chaos bench bench-http load fuzz generate check-generated vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -79,6 +79,12 @@ fuzz:
 ## prints req/s and p99 of each and checks the metrics against wrk. Needs wrk.
 load: build
 	tests/load/load.sh
+
+## bench-http: the service under wrk against the same statements under
+## pgbench -M prepared, in one run, with both ratios (tests/load/bench-http.sh;
+## DURATION per run, default 10s).
+bench-http: build
+	tests/load/bench-http.sh
 
 ## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.
 generate:

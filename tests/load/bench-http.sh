@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# make bench-http: what the service costs over the SQL it runs. On a fresh
+# database (foodsafe_bench_http, dropped first) it seeds one restaurant
+# with 100,000 areas records, 10,000 deliveries and a drive file, ANALYZEs,
+# starts bin/foodsafe serve (rate limit raised, metrics on as in
+# production) and, for each request, runs wrk against the service and
+# pgbench -M prepared against the same database with the very statements
+# one request executes (the statement text is taken from sql/queries, so
+# it cannot drift), both with the same connection count and duration, in
+# the same run. Prints req/s, p50 and p99 of the service, the tps of the
+# request's statements (key lookup + data) and of the data statement
+# alone, and the ratio of the service to each. Then the peak RSS of serve.
+#
+# Usage: make bench-http [DURATION=10s] [CONNECTIONS=16]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-bin/foodsafe}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-16}
+THREADS=2
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+command -v pgbench >/dev/null || { echo "pgbench is not installed (apt-get install postgresql-client)" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "$BIN is missing: run make build" >&2; exit 2; }
+
+ADMIN_URL=${BENCH_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/foodsafe_bench_http?sslmode=disable
+psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS foodsafe_bench_http WITH (FORCE)" >/dev/null
+"$BIN" migrate --create-database >/dev/null
+for r in r1 r2 r3 r4 r5 r6 r7 r8; do "$BIN" restaurants add "$r" 2>/dev/null; done
+KEY=$("$BIN" keys create --name bench --grant r1=areas:read,areas:write,deliveries:read,drive-files:read \
+  $(for r in r2 r3 r4 r5 r6 r7 r8; do printf -- '--grant %s=areas:write ' "$r"; done) 2>/dev/null)
+PUBLIC=${KEY#fsk_}; PUBLIC=${PUBLIC%%.*}
+N=100000
+psql "$DATABASE_URL" -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
+UPDATE restaurants SET enabled_at = '2020-01-01';
+INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+                            received_at, payload_version, request_sha256)
+SELECT 'r1', 'areas', i, 'area-' || i, 'seed-' || i, false,
+       jsonb_build_object('name', 'Area ' || i, 'isDeleted', false), 1700000000000, 1700000000000, 1, sha256(i::text::bytea)
+FROM generate_series(1, $N) i;
+INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version)
+SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
+FROM record_changes;
+INSERT INTO collection_streams VALUES ('r1', 'areas', $N);
+INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records,
+                        non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256)
+SELECT 'r1', 'd' || lpad(g::text, 6, '0'), 1700000000000 + g * 60000, true, 's1', 'Supplier', '[]', '{}', '{}', NULL, 0,
+       sha256(g::text::bytea)
+FROM generate_series(1, 10000) g;
+INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version)
+VALUES ('r1', 'drive-files', 'file-1', 1, 'seed-file-1', false,
+        '{"s3Key":"plan.pdf","name":"Plan","sizeBytes":1,"asset":{"objectKey":"plan.pdf","status":"uploaded","contentType":"application/pdf","byteLength":1,"sha256":"$(printf 'ab%.0s' $(seq 32))"}}',
+        1700000000000, 1700000000000, 1);
+INSERT INTO collection_streams VALUES ('r1', 'drive-files', 1);
+INSERT INTO asset_uploads VALUES ('r1', 'drive-files', 'file-1', 'plan.pdf', '$(printf 'ab%.0s' $(seq 32))', 'application/pdf', 1, 1700000000000, 'seed-file-1');
+INSERT INTO blobs VALUES ('$(printf 'ab%.0s' $(seq 32))', 1700000000000);
+ANALYZE;
+SQL
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+  [ -n "${BENCH_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
+FOODSAFE_ADDR=127.0.0.1:0 FOODSAFE_METRICS_ADDR=127.0.0.1:0 FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
+  FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs" "$BIN" serve 2>"$work/serve.log" &
+pid=$!
+for _ in $(seq 1 100); do
+  api=$(ss -Hltnp | grep "pid=$pid," | awk '{print $4}' | while read -r a; do
+    curl -fs -o /dev/null "http://$a/health/live" && ! curl -fs -o /dev/null "http://$a/metrics" && echo "$a"; done | head -1) || true
+  [ -n "$api" ] && break
+  sleep 0.1
+done
+[ -n "$api" ] || { echo "serve did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+BASE=http://$api
+
+# sql NAME: the statement of query NAME in sql/queries, comments dropped,
+# sqlc.arg(x) and sqlc.narg(x) turned into pgbench variables :x.
+sql() {
+  awk -v name="$1" '
+    $0 ~ "^-- name: " name " " { on = 1; next }
+    on && /^-- name: / { exit }
+    on && /^--/ { next }
+    on { print; if ($0 ~ /;[[:space:]]*$/) exit }' sql/queries/*.sql |
+    sed -E 's/sqlc\.n?arg\(([a-z0-9_]+)\)/:\1/g'
+}
+# The service's planner settings (store.PlannerSettings), for pgbench too.
+export PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off"
+# script FILE NAME... : a pgbench script of the named statements (with
+# fixed substitutions from SUBST, a sed expression), one transaction each.
+script() {
+  local f=$1; shift
+  : >"$f"
+  for q in "$@"; do sql "$q" | sed -E "${SUBST:-s/^//}" >>"$f"; done
+}
+pgtps() { # pgbench FILE VARS... -> tps
+  local f=$1; shift
+  pgbench -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "${DURATION%s}" "$@" -f "$f" "$DATABASE_URL" 2>&1 |
+    awk '/^tps = / { printf "%.0f", $3 }'
+}
+# wrkrun PATH [LUA [-- ARGS]]: req/s p50_ms p99_ms non2xx
+wrkrun() {
+  local path=$1 lua=()
+  [ -n "${2:-}" ] && lua=(-s "$2")
+  shift $(( $# < 2 ? $# : 2 ))
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1 |
+    awk '/Requests\/sec/ { rps = $2 } /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /Non-2xx/ { bad = $5 }
+      function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+      END { printf "%.0f %.2f %.2f %d\n", rps, ms(p50), ms(p99), bad }'
+}
+
+KEYVARS=(-D public_id="$PUBLIC")
+# A page in the middle of the walk: its pin is the head, its position 50,000.
+SEQ_MID=$((N / 2))
+printf '%-42s %9s %8s %8s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "statements tps (ratio)" "data alone tps (ratio)"
+row() { # label path data-script key+data-script vars...
+  local label=$1 path=$2 data=$3 both=$4; shift 4
+  read -r rps p50 p99 bad < <(wrkrun "$path")
+  local tb td
+  tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
+  if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
+  printf '%-42s %9s %8s %8s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)"
+  if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
+  [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
+  printf '\n'
+}
+
+script "$work/key.sql" KeyAuthLookup
+row "/v1/restaurants (key lookup only)" /v1/restaurants "" "$work/key.sql"
+
+script "$work/get.sql" RecordGet; script "$work/get+key.sql" KeyAuthLookup RecordGet
+row "single record" /v1/restaurants/r1/collections/areas/records/area-777 "$work/get.sql" "$work/get+key.sql" \
+  -D restaurant_id=r1 -D collection=areas -D record_id=area-777
+
+SUBST='s/:pinned/NULL/'; script "$work/walk1.sql" RecordWalkPage; script "$work/walk1+key.sql" KeyAuthLookup RecordWalkPage; SUBST=
+row "walk, first page of 100" "/v1/restaurants/r1/collections/areas/records?limit=100" "$work/walk1.sql" "$work/walk1+key.sql" \
+  -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101
+
+# The middle page's cursor, from a walk the service itself started.
+cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BASE/v1/restaurants/r1/collections/areas/records?limit=100" | sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
+for _ in $(seq 1 499); do
+  cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BASE/v1/restaurants/r1/collections/areas/records?limit=100&cursor=$cursor" |
+    sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
+done
+script "$work/walkm.sql" RecordWalkPage; script "$work/walkm+key.sql" KeyAuthLookup RecordWalkPage
+row "walk, page 501 of 1,000 (limit 100)" "/v1/restaurants/r1/collections/areas/records?limit=100&cursor=$cursor" "$work/walkm.sql" "$work/walkm+key.sql" \
+  -D restaurant_id=r1 -D collection=areas -D pinned="$N" -D after_sequence="$SEQ_MID" -D max_rows=101
+
+script "$work/dl.sql" DeliveryListFirst; script "$work/dl+key.sql" KeyAuthLookup DeliveryListFirst
+row "deliveries, first page of 50" "/v1/restaurants/r1/deliveries?from=1700000000000&to=1700600000000&limit=50" "$work/dl.sql" "$work/dl+key.sql" \
+  -D restaurant_id=r1 -D from_ms=1700000000000 -D to_ms=1700600000000 -D max_rows=51
+
+script "$work/al.sql" AssetListForRecord; script "$work/al+key.sql" KeyAuthLookup AssetListForRecord
+row "asset list (one file, signed URL)" /v1/restaurants/r1/collections/drive-files/records/file-1/assets "$work/al.sql" "$work/al+key.sql" \
+  -D restaurant_id=r1 -D collection=drive-files -D record_id=file-1
+
+# Ingest: 8 writers (connections) into one stream (r1/areas) or spread over
+# 8 streams (areas of r1..r8), updates of 5,000 records, a new mutation id
+# per request; against the transaction ingest runs on plain PostgreSQL
+# (RecordChangeByMutation, StreamNextSequence, RecordApplyChange).
+cat >"$work/ingest.lua" <<'LUA'
+local n = 0
+function setup(thread) n = n + 1; thread:set("tid", n) end
+function init(args) streams = tonumber(args[1]); count = 0 end
+function request()
+  count = count + 1
+  local m = "w" .. tid .. "-" .. count
+  local r = "r" .. (count % streams + 1)
+  local rec = "area-" .. math.random(1, 5000)
+  local body = '{"id":"' .. rec .. '","restaurantId":"' .. r .. '","mutationId":"' .. m ..
+    '","payloadVersion":1,"capturedAt":"1700000000000","sourceVersion":null,"deleted":false,' ..
+    '"data":{"name":"bench ' .. m .. '","isDeleted":false}}'
+  return wrk.format("PUT", "/v1/ingest/restaurants/" .. r .. "/collections/areas/records/" .. rec .. "/mutations/" .. m,
+    -- Headers given here replace wrk's -H ones: carry Authorization over.
+    {["Content-Type"] = "application/json", ["Idempotency-Key"] = m, ["Authorization"] = wrk.headers["Authorization"]}, body)
+end
+LUA
+SUBST="s/:restaurant_id/('r' || :r)/g; s/:record_id/('area-' || :rec)/g; s/:mutation_id/('pg-' || :client_id || '-' || :m)/g; \
+s/:collection/'areas'/g; s/:sequence/:last_sequence/g; s/:deleted/false/g; s/:data/jsonb_build_object('name', 'x', 'isDeleted', false)/g; \
+s/:captured_at/1700000000000/g; s/:received_at/1700000000000/g; s/:source_version/NULL::text/g; s/:payload_version/1/g; \
+s/:request_sha256/'\\\\x00'::bytea/g"
+{
+  echo '\set r random(1, :streams)'
+  echo '\set rec random(1, 5000)'
+  echo '\set m random(1, 2000000000)'
+  echo 'BEGIN;'
+  sql RecordChangeByMutation | sed -E "$SUBST"
+  sql StreamNextSequence | sed -E "$SUBST" | sed -E 's/;[[:space:]]*$/ \\gset/'
+  sql RecordApplyChange | sed -E "$SUBST"
+  echo 'COMMIT;'
+} >"$work/ingest.sql"
+SUBST=
+ingestrow() { # label streams
+  local rps p50 p99 bad tb
+  read -r rps p50 p99 bad < <(CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2")
+  tb=$(CONNECTIONS=8 pgtps "$work/ingest.sql" -D streams="$2")
+  printf '%-42s %9s %8s %8s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
+  [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
+  printf '\n'
+}
+ingestrow "ingest, 8 writers, one stream" 1
+ingestrow "ingest, 8 writers, 8 streams" 8
+
+rss=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
+echo "peak RSS of serve over the run: ${rss} MiB"
