@@ -144,8 +144,8 @@ func (s *Store) BlobCollect(ctx context.Context, sha string, horizon int64, dryR
 		if ok, err := found(err); !ok {
 			return err // nil when claimed since, or held by another transaction
 		}
-		used, err := q.BlobImageReferenced(ctx, sha)
-		if err != nil || used {
+		_, err = q.BlobImageReferenced(ctx, sha)
+		if used, err := found(err); err != nil || used {
 			return err
 		}
 		refs, err := q.BlobAssetReferences(ctx, sha)

@@ -25,10 +25,11 @@ WHERE sha256 = sqlc.arg(sha256) AND last_put_at < sqlc.arg(horizon)
 FOR UPDATE SKIP LOCKED;
 
 -- name: BlobImageReferenced :one
--- Serves the blob collector: whether any delivery image uses the digest
--- (deliveries are never deleted: every image is live).
--- delivery_images_sha256_idx.
-SELECT EXISTS (SELECT 1 FROM delivery_images WHERE sha256 = sqlc.arg(sha256));
+-- Serves the blob collector: a row when a delivery image uses the digest
+-- (deliveries are never deleted: every image is live), none otherwise.
+-- Written as a LIMIT rather than EXISTS so that Citus pushes it to every
+-- shard as an index probe. delivery_images_sha256_idx.
+SELECT 1::int AS used FROM delivery_images WHERE sha256 = sqlc.arg(sha256) LIMIT 1;
 
 -- name: BlobAssetReferences :many
 -- Serves the blob collector: every asset stored under the digest, whether

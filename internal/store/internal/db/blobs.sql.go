@@ -141,17 +141,18 @@ func (q *Queries) BlobDelete(ctx context.Context, sha256 string) error {
 }
 
 const blobImageReferenced = `-- name: BlobImageReferenced :one
-SELECT EXISTS (SELECT 1 FROM delivery_images WHERE sha256 = $1)
+SELECT 1::int AS used FROM delivery_images WHERE sha256 = $1 LIMIT 1
 `
 
-// Serves the blob collector: whether any delivery image uses the digest
-// (deliveries are never deleted: every image is live).
-// delivery_images_sha256_idx.
-func (q *Queries) BlobImageReferenced(ctx context.Context, sha256 string) (bool, error) {
+// Serves the blob collector: a row when a delivery image uses the digest
+// (deliveries are never deleted: every image is live), none otherwise.
+// Written as a LIMIT rather than EXISTS so that Citus pushes it to every
+// shard as an index probe. delivery_images_sha256_idx.
+func (q *Queries) BlobImageReferenced(ctx context.Context, sha256 string) (int32, error) {
 	row := q.db.QueryRow(ctx, blobImageReferenced, sha256)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
+	var used int32
+	err := row.Scan(&used)
+	return used, err
 }
 
 const blobLock = `-- name: BlobLock :one
