@@ -138,8 +138,8 @@ func mcpToolTable() []mcpTool {
 		{name: "walk_records", title: "Walk a collection", route: "walkRecords", group: groupRecords, args: reflect.TypeFor[walkArgs](),
 			description: "One page of a snapshot walk of a collection: the current state of its records, by sequence " +
 				"ascending (oldest change first), tombstones (deleted: true) included. The first page pins the walk; later " +
-				"pages answer as of that moment, so a walk sees each record once. " + paging + "The cursor expires (after 24 " +
-				"hours by default; then start a new walk) and is the REST API's own: a cursor from GET .../records works here with the same limit, and back. " +
+				"pages answer as of that moment, so a walk sees each record once. " + paging + "The walk's cursors expire (24 " +
+				"hours after its first page by default; then start a new walk) and are the REST API's own: a cursor from GET .../records works here with the same limit, and back. " +
 				"The last page (nextCursor null) carries changesCursor instead: keep it, and a later walk started with it returns only the " +
 				"records created, changed or deleted since, whatever the limit; it never expires. " +
 				"Filtering (dates, out-of-range values) is up to the caller: read the pages and look at data. " + emptyCaveat},
