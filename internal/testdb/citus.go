@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,9 @@ func withHost(u, hostport string) string {
 	return parsed.String()
 }
 
+// addNodes serialises the workers' registration across test databases.
+var addNodes sync.Mutex
+
 // citusDatabase creates, distributes and migrates a test database on the
 // cluster, dropped everywhere when the test ends.
 func citusDatabase(t testing.TB, coordinator string) string {
@@ -98,12 +102,18 @@ func citusDatabase(t testing.TB, coordinator string) string {
 	if _, err := conn.Exec(ctx, "SELECT citus_set_coordinator_host($1, $2)", host, port); err != nil {
 		t.Fatalf("testdb: coordinator host: %v", err)
 	}
+	// One test database at a time adds its workers: concurrent
+	// citus_add_node calls from many databases update the workers'
+	// catalogs at once and fail ("tuple concurrently updated").
+	addNodes.Lock()
 	for _, w := range workers {
 		h, p, _ := net.SplitHostPort(w)
 		if _, err := conn.Exec(ctx, "SELECT citus_add_node($1, $2::int)", h, p); err != nil {
+			addNodes.Unlock()
 			t.Fatalf("testdb: add worker %s: %v", w, err)
 		}
 	}
+	addNodes.Unlock()
 	u := withDatabase(coordinator, name)
 	if _, err := store.Migrate(ctx, u); err != nil {
 		t.Fatalf("testdb: migrate on Citus: %v", err)
