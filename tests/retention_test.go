@@ -545,3 +545,39 @@ func TestMaintainCommand(t *testing.T) {
 	require.False(t, hasData)
 	require.True(t, compacted)
 }
+
+// An asset upload replayed after its change was compacted says so too.
+func TestCompactedUploadReplay(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	clock := &testClock{now: t0}
+	a := newApp(t, withClock(clock.Now))
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read"))
+	photo := []byte("a photograph of a clean fryer")
+	a.put(key, "r1", col, "p1", "p1-m1", picture("p1.jpg", nil))
+	upload := func() response {
+		return a.upload(key, assetPath("r1", col, "p1", "p1.jpg"), "image/jpeg", digestHeader(photo), photo)
+	}
+	first := upload()
+	require.Equal(t, http.StatusOK, first.Status, "%s", first.Body)
+	require.Empty(t, first.Header.Get("Idempotent-Replayed-State"))
+	// The device sends the record again: the upload's change is superseded.
+	a.put(key, "r1", col, "p1", "p1-m2", picture("p1.jpg", nil))
+
+	clock.Set(t0.Add(26 * time.Hour))
+	require.NoError(t, a.maintenance(clock.Now, maintain.Settings{}).RunOnce(context.Background()))
+	r := upload()
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, "compacted", r.Header.Get("Idempotent-Replayed-State"))
+	var body struct{ Data map[string]any }
+	r.JSON(t, &body)
+	require.NotContains(t, body.Data, "data")
+	require.Equal(t, false, body.Data["deleted"])
+	var firstBody struct{ Data map[string]any }
+	first.JSON(t, &firstBody)
+	require.Equal(t, firstBody.Data["mutationId"], body.Data["mutationId"], "the upload's own change")
+	require.Len(t, a.fileList(key, assetsPath("r1", col, "p1")), 1, "the file is still listed")
+}

@@ -190,12 +190,12 @@ func (a *API) assetPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	env, replayed, err := a.store.AssetUploadApply(c.Request.Context(), k,
+	env, how, err := a.store.AssetUploadApply(c.Request.Context(), k,
 		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
 		return err
 	}
-	return respondWritten(c, env, replayed)
+	return respondIngested(c, env, how)
 }
 
 // assetsList is GET .../records/:recordId/assets (tool list_assets):

@@ -150,10 +150,5 @@ func (a *API) recordPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if how == store.ReplayedCompacted {
-		// Without it, a replay's envelope without data could be read as
-		// a record emptied by the device.
-		c.Header(HeaderReplayedState, "compacted")
-	}
-	return respondWritten(c, env, how != store.Applied)
+	return respondIngested(c, env, how)
 }

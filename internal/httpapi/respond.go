@@ -9,6 +9,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/metrics"
+	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -85,6 +86,17 @@ func respondWritten[T any](c *gin.Context, v T, replayed bool) error {
 	}
 	c.PureJSON(http.StatusOK, Data[T]{Data: v})
 	return nil
+}
+
+// respondIngested answers a record write (a snapshot or an asset upload)
+// with the envelope it produced, marking replays, and replays of a
+// compacted change: without that mark, a replay's envelope without data
+// could be read as a record emptied by the device.
+func respondIngested(c *gin.Context, env wire.Envelope, how store.Ingested) error {
+	if how == store.ReplayedCompacted {
+		c.Header(HeaderReplayedState, "compacted")
+	}
+	return respondWritten(c, env, how != store.Applied)
 }
 
 // sealPage is one page of a list, sealing next (nil on the last page)

@@ -182,7 +182,7 @@ func (a *API) routes() []route {
 					"gets a new change whose data.asset is uploaded with contentType, byteLength and sha256. Only for " +
 					"cleaning-task-pictures, traceability-labels and drive-files (others 400); 409 when the record names no " +
 					"asset or the asset was uploaded with other bytes.",
-				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("EnvelopeResult"), Errors: []int{409, 413}}},
+				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
 		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("headFile", "A file's headers, with a signed URL")},

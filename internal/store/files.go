@@ -39,10 +39,11 @@ var errNoChange = errors.New("replay: nothing to write")
 // a snapshot ingested meanwhile names another file, the bytes are refused
 // (409) rather than attached to the wrong file, and a newer snapshot is
 // never overwritten. The same bytes again are a replay (the first answer,
-// nothing written); other bytes for an uploaded objectKey are a conflict.
-func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, receivedAt int64) (wire.Envelope, bool, error) {
+// nothing written; ReplayedCompacted once the upload's change was
+// compacted); other bytes for an uploaded objectKey are a conflict.
+func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, receivedAt int64) (wire.Envelope, Ingested, error) {
 	var out wire.Envelope
-	var replayed bool
+	how := Applied
 	err := s.inTx(ctx, func(q *db.Queries) error {
 		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: k.RestaurantID, Collection: k.Collection})
 		if err != nil {
@@ -63,7 +64,10 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			if err != nil {
 				return err
 			}
-			out, replayed = changeVersion(change).envelope(), true
+			out, how = changeVersion(change).envelope(), Replayed
+			if change.CompactedAt != nil {
+				how = ReplayedCompacted
+			}
 			return errNoChange
 		case ok:
 			return apperr.New(apperr.Conflict, "Asset %q of record %s was already uploaded with other bytes (sha256 %s); a new file needs a new objectKey.",
@@ -110,7 +114,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 	if errors.Is(err, errNoChange) {
 		err = nil
 	}
-	return out, replayed, translate(err)
+	return out, how, translate(err)
 }
 
 // UploadMutationPrefix starts the mutation id of every change the service
