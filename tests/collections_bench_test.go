@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +176,31 @@ func BenchmarkIngest(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "mutations/s")
+		})
+	}
+}
+
+// BenchmarkWalkPageHandler: one walk page through the whole HTTP stack
+// (in process, no network: router, authentication, rate limiter, audit,
+// query, JSON), with -benchmem, at limit 10 and 100 on 1,000 records.
+// Memory per request should grow with the page (the records themselves)
+// and nothing else: compare B/op and allocs/op between the two limits.
+func BenchmarkWalkPageHandler(b *testing.B) {
+	a := newApp(b)
+	seedRecordsSQL(b, a.cfg.DatabaseURL, "r1", "areas", 1000)
+	key := a.newKey(grant("r1", "areas:read"))
+	for _, limit := range []int{10, 100} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/v1/restaurants/r1/collections/areas/records?limit=%d", limit), nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				a.svc.Engine.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
 		})
 	}
 }
