@@ -46,9 +46,10 @@ func maintainCmd() *cobra.Command {
 				interval = 0
 			}
 			// The collector only deletes: no download URL is signed here.
-			blobs, err := blob.Open(cmd.Context(), blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir})
+			where := blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}
+			blobs, err := blob.Open(cmd.Context(), where)
 			if err != nil {
-				return fmt.Errorf("file store %s: %w", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}), err)
+				return fmt.Errorf("file store %s: %w", blob.Describe(where), err)
 			}
 			r := maintain.New(st, blobs, log, nil, set, interval, nil)
 			if !once {

@@ -64,10 +64,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			if err != nil {
 				return err
 			}
-			out, how = changeVersion(change).envelope(), Replayed
-			if change.CompactedAt != nil {
-				how = ReplayedCompacted
-			}
+			out, how = changeVersion(change).envelope(), replayedAs(change)
 			return errNoChange
 		case ok:
 			return apperr.New(apperr.Conflict, "Asset %q of record %s was already uploaded with other bytes (sha256 %s); a new file needs a new objectKey.",

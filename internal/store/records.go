@@ -133,10 +133,16 @@ func replayOf(prev db.RecordChange, m Mutation) (wire.Envelope, Ingested, error)
 		return wire.Envelope{}, Applied, apperr.New(apperr.Conflict,
 			"mutationId %s was already used for a different change (other content, record or collection); use a new mutationId for a new change.", m.MutationID)
 	}
-	if prev.CompactedAt != nil {
-		return changeVersion(prev).envelope(), ReplayedCompacted, nil
+	return changeVersion(prev).envelope(), replayedAs(prev), nil
+}
+
+// replayedAs is how a replay of change c answers: with its data, or as
+// compacted once the data is gone.
+func replayedAs(c db.RecordChange) Ingested {
+	if c.CompactedAt != nil {
+		return ReplayedCompacted
 	}
-	return changeVersion(prev).envelope(), Replayed, nil
+	return Replayed
 }
 
 // RecordGet reads a record's current state, tombstones included; the one

@@ -38,8 +38,9 @@ type Walker struct {
 	// metrics counts pages and refused cursors (nil: off).
 	metrics *metrics.Metrics
 	// ttl is the lifetime of a walk's nextCursors (FOODSAFE_CURSOR_TTL),
-	// counted from the walk's first page. A changesCursor never expires: it needs only current states and
-	// tombstones, which the service keeps for as long as the stream exists.
+	// counted from the walk's first page. A changesCursor never expires:
+	// it needs only current states and tombstones, which the service keeps
+	// for as long as the stream exists.
 	ttl time.Duration
 }
 
