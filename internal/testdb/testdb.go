@@ -115,6 +115,35 @@ func URL(t testing.TB) string {
 	return withDatabase(serverURL, name)
 }
 
+// EmptyURL creates an empty database (no foodsafe schema) on the same
+// server, dropped when the test ends: a place for a client's own tables,
+// such as a foodsafe-sync mirror.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	admin := citusURL()
+	if admin == "" {
+		resolveServer()
+		if serverErr != nil {
+			t.Fatalf("testdb: %v", serverErr)
+		}
+		admin = serverURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := "foodsafe_empty_" + strings.ToLower(randText()[:16])
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+ident(name)+" TEMPLATE template0"); err != nil {
+		t.Fatalf("testdb: create %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
+			t.Errorf("testdb: drop %s: %v", name, err)
+		}
+	})
+	return withDatabase(admin, name)
+}
+
 func resolveServer() {
 	serverOnce.Do(func() {
 		serverURL, serverErr = findServer()

@@ -1,0 +1,274 @@
+// Command foodsafe-sync keeps a correct, resumable mirror of everything an
+// API key can read, in SQLite or PostgreSQL, through the public partner API
+// only (internal/mirror). The key comes from FOODSAFE_API_KEY, never from a
+// flag. Exit status: 0 success, 1 failure, 2 bad command-line input.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/foodsafe/foodsafe/internal/mirror"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// usageError marks bad input: nothing was synced, exit status 2.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// keyEnv is the only place the key is read from.
+const keyEnv = "FOODSAFE_API_KEY"
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	root := syncCmd(getenv, stdout, stderr)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(statusCmd(stdout))
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "foodsafe-sync:", err)
+	var ue usageError
+	if errors.As(err, &ue) || errors.Is(err, mirror.ErrTarget) || strings.HasPrefix(err.Error(), "unknown command") {
+		return 2
+	}
+	return 1
+}
+
+type syncFlags struct {
+	api, to, filesDir, since, tombstones string
+	restaurants, collections             []string
+	files, once, json                    bool
+	every, overlap                       time.Duration
+	refusedKey                           string
+}
+
+func syncCmd(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
+	var f syncFlags
+	cmd := &cobra.Command{
+		Use:   "foodsafe-sync --api URL --to TARGET [--restaurant ID ...] [--collections a,b] [--files] [--once | --every 5m]",
+		Short: "Mirror everything a foodsafe API key can read into SQLite or PostgreSQL",
+		Long: `Mirror everything a foodsafe API key can read into SQLite or PostgreSQL.
+
+The key is read from FOODSAFE_API_KEY (never from a flag: flags end up in
+shell history and process lists). TARGET is sqlite:PATH or a postgres:// URL;
+the schema is created on first run. Each page is applied in one transaction
+with the cursor that follows it, so an interrupted run resumes where it
+stopped. See README, "Mirroring with foodsafe-sync".`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSync(cmd.Context(), cmd, f, getenv, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.api, "api", "", "base URL of the API, e.g. https://api.example.com (required)")
+	fl.StringVar(&f.to, "to", "", "where to mirror: sqlite:PATH or postgres://... (required)")
+	fl.StringArrayVar(&f.restaurants, "restaurant", nil, "restaurant to mirror (repeatable; default: every restaurant the key reaches)")
+	fl.StringSliceVar(&f.collections, "collections", nil, "collections to mirror, comma-separated; \"deliveries\" names the deliveries (default: everything the key reads)")
+	fl.BoolVar(&f.files, "files", false, "also download every asset and delivery image, verified by SHA-256, once per digest")
+	fl.StringVar(&f.filesDir, "files-dir", "foodsafe-files", "directory of downloaded files, content-addressed (sha256/ab/abcd...)")
+	fl.BoolVar(&f.once, "once", false, "sync once and exit (the default)")
+	fl.DurationVar(&f.every, "every", 0, "sync again this long after each run ends, until interrupted (e.g. 5m)")
+	fl.DurationVar(&f.overlap, "overlap", time.Hour, "deliveries: start each poll this long before the newest stored delivery (must exceed how long a device stays offline)")
+	fl.StringVar(&f.since, "deliveries-since", "1970-01-01", "deliveries: where the first sync starts (YYYY-MM-DD or epoch milliseconds)")
+	fl.StringVar(&f.tombstones, "tombstones", "mark", "what a deleted record does to its row: mark (keep the row and its last data, deleted = true) or delete")
+	fl.BoolVar(&f.json, "json", false, "progress as JSON lines on standard output")
+	// A key given as a flag is refused, never used (its value is not echoed).
+	for _, name := range []string{"key", "api-key", "token"} {
+		fl.StringVar(&f.refusedKey, name, "", "refused: give the key in "+keyEnv)
+		_ = fl.MarkHidden(name)
+	}
+	return cmd
+}
+
+func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(string) string, stdout, stderr io.Writer) error {
+	for _, name := range []string{"key", "api-key", "token"} {
+		if cmd.Flags().Changed(name) {
+			return usagef("--%s: the key is read from %s only (a flag ends up in shell history and process lists); nothing was sent", name, keyEnv)
+		}
+	}
+	if f.api == "" || f.to == "" {
+		return usagef("--api and --to are required (see --help)")
+	}
+	if f.once && f.every > 0 {
+		return usagef("--once and --every exclude each other")
+	}
+	if f.every < 0 || f.overlap < 0 {
+		return usagef("--every and --overlap must not be negative")
+	}
+	key := strings.TrimSpace(getenv(keyEnv))
+	if key == "" {
+		return usagef("set %s to the API key", keyEnv)
+	}
+	since, err := parseSince(f.since)
+	if err != nil {
+		return usageError{err}
+	}
+	var mode mirror.TombstoneMode
+	switch f.tombstones {
+	case "mark":
+	case "delete":
+		mode = mirror.TombstoneDelete
+	default:
+		return usagef("--tombstones must be mark or delete, not %q", f.tombstones)
+	}
+	for _, r := range f.restaurants {
+		if r == "" {
+			return usagef("--restaurant must not be empty")
+		}
+	}
+	tty := !f.json && isTerminal(stderr)
+	level := slog.LevelInfo
+	if tty {
+		level = slog.LevelWarn // the table says the rest
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	client, err := mirror.NewClient(f.api, key, log)
+	if err != nil {
+		return usageError{err}
+	}
+	client.Persistent = f.every > 0
+	var prog mirror.Progress = mirror.LogProgress{Log: log}
+	switch {
+	case f.json:
+		prog = mirror.NewJSONProgress(stdout)
+	case tty:
+		prog = mirror.NewTTYProgress(stderr)
+	}
+	client.OnWait = prog.Wait
+	target, err := mirror.OpenTarget(ctx, f.to)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	s := mirror.NewSyncer(client, target, mirror.Options{
+		Restaurants: f.restaurants, Collections: f.collections, Files: f.files, FilesDir: f.filesDir,
+		Tombstones: mode, Overlap: f.overlap, DeliveriesSince: since,
+	}, log, prog)
+	for {
+		_, err := s.Run(ctx)
+		switch {
+		case ctx.Err() != nil && f.every > 0:
+			return nil // stopped by a signal: the page in flight was rolled back
+		case ctx.Err() != nil:
+			return errors.New("interrupted; the next run resumes after the last applied page")
+		case err != nil && f.every == 0:
+			return err
+		case err != nil:
+			log.Error("sync run failed; trying again at the next interval", "error", err.Error())
+		}
+		if f.every == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(f.every):
+		}
+	}
+}
+
+// parseSince reads YYYY-MM-DD (UTC midnight) or epoch milliseconds.
+func parseSince(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return ms, nil
+	}
+	t, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		return 0, fmt.Errorf("--deliveries-since %q: give YYYY-MM-DD or epoch milliseconds", s)
+	}
+	return max(t.UnixMilli(), 0), nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func statusCmd(stdout io.Writer) *cobra.Command {
+	var to string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status --to TARGET",
+		Short: "Print what a target mirrors and when each stream last synced",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to == "" {
+				return usagef("--to is required")
+			}
+			t, err := mirror.OpenTarget(cmd.Context(), to)
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			st, err := t.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "RESTAURANT\tSTREAM\tROWS\tDELETED\tLAST SYNCED (UTC)\tSTATE\tLAST ERROR")
+			for _, s := range st.Streams {
+				last := "never"
+				if s.LastSyncedAt != nil {
+					last = time.UnixMilli(*s.LastSyncedAt).UTC().Format("2006-01-02 15:04:05")
+				}
+				state := "full walk needed"
+				switch {
+				case s.InProgress:
+					state = "in progress"
+				case s.Incremental:
+					state = "incremental"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.Restaurant, s.Stream, s.Rows, s.Deleted, last, state, s.LastError)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "files: %d (%d bytes)\n", st.Files, st.FileBytes)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the target: sqlite:PATH or postgres://...")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,337 @@
+package mirror
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Client talks to the partner API the way the spec asks clients to: the
+// key only in the Authorization header, an X-Request-ID on every request,
+// pacing by the X-RateLimit-* headers, Retry-After on 429, exponential
+// backoff with full jitter on 503 and on a server that cannot be reached,
+// one retry on 500, none on any other 4xx.
+type Client struct {
+	base *url.URL
+	key  string
+	http *http.Client
+	log  *slog.Logger
+	// Persistent makes 503s and unreachable servers retried forever
+	// (--every); otherwise MaxTransient attempts (--once).
+	Persistent   bool
+	MaxTransient int
+	BackoffBase  time.Duration
+	BackoffCap   time.Duration
+	// OnWait is told about every pause (pacing, 429, backoff), for the
+	// progress display.
+	OnWait func(reason string, d time.Duration)
+
+	mu        sync.Mutex
+	limit     int       // X-RateLimit-Limit of the last answer (0: unknown)
+	remaining int       // X-RateLimit-Remaining of the last answer
+	resetAt   time.Time // when the window of the last answer resets
+	stats     Stats
+}
+
+// Stats counts what the client did.
+type Stats struct {
+	Requests    int64 `json:"requests"`     // API requests sent (retries included)
+	RateLimited int64 `json:"rateLimited"`  // 429 answers
+	Unavailable int64 `json:"unavailable"`  // 503 answers and unreachable servers
+	ServerError int64 `json:"serverErrors"` // 500 answers
+	Downloads   int64 `json:"downloads"`    // signed-URL downloads (not API requests)
+}
+
+// APIError is an answer the client gives up on: a problem document from
+// the server, or a failure after its retries.
+type APIError struct {
+	Status    int
+	Type      string // problem type suffix (invalid-request, ...)
+	Detail    string
+	RequestID string
+	Path      string
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("GET %s: %d", e.Path, e.Status)
+	if e.Type != "" {
+		msg += " " + e.Type
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg + " (requestId " + e.RequestID + ")"
+}
+
+// IsStatus reports whether err is an APIError with that status.
+func IsStatus(err error, status int) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == status
+}
+
+// NewClient builds a client for the API at base with the key.
+func NewClient(base, key string, log *slog.Logger) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--api %q: give the service's base URL, e.g. https://api.example.com", base)
+	}
+	if u.User != nil || u.RawQuery != "" {
+		return nil, fmt.Errorf("--api: the URL must carry neither credentials nor a query")
+	}
+	return &Client{
+		base: u,
+		key:  key,
+		log:  log,
+		http: &http.Client{
+			Timeout: 2 * time.Minute,
+			// The key goes to the API's own URLs only: never follow a
+			// redirect with it.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		MaxTransient: 8,
+		BackoffBase:  500 * time.Millisecond,
+		BackoffCap:   30 * time.Second,
+	}, nil
+}
+
+// Stats returns a copy of the counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Budget is the last known request budget: remaining of limit (0, 0 when
+// unknown).
+func (c *Client) Budget() (remaining, limit int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.remaining, c.limit
+}
+
+func (c *Client) count(f func(*Stats)) {
+	c.mu.Lock()
+	f(&c.stats)
+	c.mu.Unlock()
+}
+
+// Get reads path (with query q) into out, retrying as the spec's client
+// rules say.
+func (c *Client) Get(ctx context.Context, path string, q url.Values, out any) error {
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawQuery = q.Encode()
+	transient, serverErrors := 0, 0
+	for {
+		if err := c.pace(ctx); err != nil {
+			return err
+		}
+		rid := requestID()
+		status, hdr, body, err := c.send(ctx, u.String(), rid)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// The server cannot be reached (restarting, network): like 503.
+			c.count(func(s *Stats) { s.Unavailable++ })
+			transient++
+			if !c.Persistent && transient >= c.MaxTransient {
+				return fmt.Errorf("GET %s: %w (requestId %s; gave up after %d attempts)", path, err, rid, transient)
+			}
+			c.log.Warn("server unreachable; backing off", "path", path, "requestId", rid, "error", err.Error(), "attempt", transient)
+			if err := c.sleep(ctx, "unreachable", c.backoff(transient, 0)); err != nil {
+				return err
+			}
+			continue
+		}
+		c.noteBudget(hdr)
+		switch {
+		case status == http.StatusOK:
+			if err := json.Unmarshal(body, out); err != nil {
+				return fmt.Errorf("GET %s: the answer is not the expected JSON: %v (requestId %s)", path, err, rid)
+			}
+			return nil
+		case status == http.StatusTooManyRequests:
+			c.count(func(s *Stats) { s.RateLimited++ })
+			wait := retryAfter(hdr, time.Second)
+			c.log.Warn("rate limited; waiting Retry-After", "path", path, "requestId", rid, "wait", wait.String())
+			if err := c.sleep(ctx, "429 Retry-After", wait); err != nil {
+				return err
+			}
+			continue
+		case status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+			c.count(func(s *Stats) { s.Unavailable++ })
+			transient++
+			ae := problemOf(status, body, rid, path)
+			if !c.Persistent && transient >= c.MaxTransient {
+				return fmt.Errorf("%w; gave up after %d attempts", ae, transient)
+			}
+			c.log.Warn("service unavailable; backing off", "path", path, "requestId", rid, "status", status, "attempt", transient)
+			if err := c.sleep(ctx, fmt.Sprintf("%d backoff", status), c.backoff(transient, retryAfter(hdr, 0))); err != nil {
+				return err
+			}
+			continue
+		case status >= 500:
+			c.count(func(s *Stats) { s.ServerError++ })
+			serverErrors++
+			ae := problemOf(status, body, rid, path)
+			if serverErrors > 1 {
+				return ae
+			}
+			c.log.Warn("server error; retrying once", "path", path, "requestId", rid, "status", status)
+			if err := c.sleep(ctx, "500 retry", c.backoff(1, 0)); err != nil {
+				return err
+			}
+			continue
+		default:
+			return problemOf(status, body, rid, path)
+		}
+	}
+}
+
+// send makes one request and reads the whole answer.
+func (c *Client) send(ctx context.Context, u, rid string) (int, http.Header, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("X-Request-ID", rid)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "foodsafe-sync")
+	c.count(func(s *Stats) { s.Requests++ })
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// problemOf reads a problem document (whatever the body, the status and
+// request id are kept).
+func problemOf(status int, body []byte, rid, path string) *APIError {
+	var p struct {
+		Type, Detail, RequestID string
+	}
+	_ = json.Unmarshal(body, &p)
+	if p.RequestID != "" {
+		rid = p.RequestID
+	}
+	suffix := p.Type
+	if i := strings.LastIndex(suffix, "/problems/"); i >= 0 {
+		suffix = suffix[i+len("/problems/"):]
+	}
+	return &APIError{Status: status, Type: suffix, Detail: p.Detail, RequestID: rid, Path: path}
+}
+
+// noteBudget keeps the X-RateLimit-* headers of an answer.
+func (c *Client) noteBudget(h http.Header) {
+	limit, err1 := strconv.Atoi(h.Get("X-RateLimit-Limit"))
+	remaining, err2 := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
+	reset, err3 := strconv.Atoi(h.Get("X-RateLimit-Reset"))
+	if err1 != nil || err2 != nil || err3 != nil {
+		return
+	}
+	c.mu.Lock()
+	c.limit, c.remaining, c.resetAt = limit, remaining, time.Now().Add(time.Duration(reset)*time.Second)
+	c.mu.Unlock()
+}
+
+// paceShare is the share of the budget spent at full speed; below it the
+// rest of the window's budget is spread evenly over the time left.
+const paceShare = 10
+
+// pace waits before a request so the budget is never exceeded: at full
+// speed while more than a tenth of the budget remains, then evenly spread
+// over what is left of the window, and at nothing left until it resets.
+func (c *Client) pace(ctx context.Context) error {
+	c.mu.Lock()
+	limit, remaining, left := c.limit, c.remaining, time.Until(c.resetAt)
+	c.mu.Unlock()
+	if limit == 0 || left <= 0 || remaining > limit/paceShare {
+		return nil
+	}
+	var wait time.Duration
+	if remaining <= 0 {
+		// X-RateLimit-Reset is whole seconds and the server's window may
+		// end up to a second after it: wait that second too.
+		wait = left + time.Second
+	} else {
+		wait = left / time.Duration(remaining+1)
+	}
+	if err := c.sleep(ctx, "pacing", wait); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if remaining <= 0 {
+		c.limit = 0 // the window has reset; the next answer tells the new budget
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// backoff is exponential backoff with full jitter (attempt 1 is the
+// first retry), capped, and never shorter than the server's Retry-After.
+func (c *Client) backoff(attempt int, atLeast time.Duration) time.Duration {
+	ceiling := float64(c.BackoffBase) * math.Pow(2, float64(attempt-1))
+	if ceiling > float64(c.BackoffCap) {
+		ceiling = float64(c.BackoffCap)
+	}
+	d := time.Duration(mrand.Int64N(int64(ceiling) + 1))
+	if d < atLeast {
+		d = atLeast
+	}
+	return d
+}
+
+// sleep waits d or until ctx ends.
+func (c *Client) sleep(ctx context.Context, reason string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if c.OnWait != nil {
+		c.OnWait(reason, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryAfter reads Retry-After in seconds (def when absent or malformed).
+func retryAfter(h http.Header, def time.Duration) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || s < 0 {
+		return def
+	}
+	return time.Duration(s) * time.Second
+}
+
+// requestID is a fresh X-Request-ID.
+func requestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "sync-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,534 @@
+// Package mirror keeps a copy of everything an API key can read, through
+// the public partner API only, as the spec's client rules say: snapshot
+// walks reconciled by id and sequence with tombstones, changes cursors for
+// incremental walks, deliveries by time window with an overlap and
+// deduplication on id, files downloaded once by digest. It is the engine of
+// cmd/foodsafe-sync; it shares no code with the server on purpose, so it
+// holds the server to its published contract.
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PageSize is the limit of every list request: the largest the API takes,
+// so a sync costs the fewest requests. It never changes, because a walk's
+// cursors are bound to their limit.
+const PageSize = 100
+
+// maxWindow is the longest delivery window the API answers (366 days).
+const maxWindow = 366 * 24 * time.Hour
+
+// Options say what to mirror and how.
+type Options struct {
+	Restaurants []string // empty: every restaurant the key reaches
+	Collections []string // empty: every collection the key reads
+	Files       bool
+	FilesDir    string
+	Tombstones  TombstoneMode
+	// Overlap is how far before the newest stored delivery the next
+	// delivery window starts; it must exceed the longest a device stays
+	// offline, or late deliveries older than it are missed.
+	Overlap time.Duration
+	// DeliveriesSince is where the first delivery pass starts, epoch ms.
+	DeliveriesSince int64
+	Now             func() time.Time
+}
+
+// Syncer mirrors what a key reads into a target.
+type Syncer struct {
+	c    *Client
+	t    *Target
+	o    Options
+	log  *slog.Logger
+	prog Progress
+}
+
+// NewSyncer builds a syncer.
+func NewSyncer(c *Client, t *Target, o Options, log *slog.Logger, p Progress) *Syncer {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if p == nil {
+		p = nopProgress{}
+	}
+	return &Syncer{c: c, t: t, o: o, log: log, prog: p}
+}
+
+// Summary is what one run did.
+type Summary struct {
+	Restaurants int   `json:"restaurants"`
+	Streams     int   `json:"streams"`
+	Pages       int64 `json:"pages"`
+	Records     int64 `json:"records"`
+	Deliveries  int64 `json:"deliveries"`
+	Files       int64 `json:"files"`
+	FileBytes   int64 `json:"fileBytes"`
+	Failed      int   `json:"failedStreams"`
+	Stats
+	DurationMS int64 `json:"durationMs"`
+}
+
+// errFatal marks failures that end the whole run (the key no longer
+// works): every other stream would fail the same way.
+type errFatal struct{ error }
+
+func (e errFatal) Unwrap() error { return e.error }
+
+// collectionName is what a collection name must look like to become a
+// table name (the server's 24 all do).
+var collectionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// fileCollections carry files (spec 4.4).
+var fileCollections = []string{"cleaning-task-pictures", "traceability-labels", "drive-files"}
+
+type grant struct {
+	RestaurantID string   `json:"restaurantId"`
+	Scopes       []string `json:"scopes"`
+}
+
+// plan is one restaurant's work.
+type plan struct {
+	restaurant  string
+	collections []string
+	deliveries  bool
+	images      bool
+}
+
+// Run mirrors once. A failing stream is recorded in sync_state and the
+// run goes on with the others; the returned error joins the failures.
+func (s *Syncer) Run(ctx context.Context) (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	plans, err := s.plan(ctx)
+	if err != nil {
+		return s.finish(sum, start), s.fatalIfUnauthorized(err)
+	}
+	sum.Restaurants = len(plans)
+	total := 0
+	for _, p := range plans {
+		total += len(p.collections)
+		if p.deliveries {
+			total++
+		}
+	}
+	s.prog.Plan(total)
+	var failures []error
+	fail := func(restaurant, stream string, err error) error {
+		sum.Failed++
+		failures = append(failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
+		s.log.Error("stream failed", "restaurant", restaurant, "stream", stream, "error", err.Error())
+		if serr := s.t.SetError(context.WithoutCancel(ctx), restaurant, stream, err.Error()); serr != nil {
+			s.log.Error("recording the failure", "error", serr.Error())
+		}
+		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Done: true, Failed: true})
+		var fe errFatal
+		if errors.As(err, &fe) || ctx.Err() != nil {
+			return err
+		}
+		return nil
+	}
+	for _, p := range plans {
+		for _, coll := range p.collections {
+			n, pages, err := s.syncCollection(ctx, p.restaurant, coll)
+			sum.Streams++
+			sum.Records += n
+			sum.Pages += pages
+			if err != nil {
+				if ferr := fail(p.restaurant, coll, err); ferr != nil {
+					return s.finish(sum, start), errors.Join(failures...)
+				}
+			}
+		}
+		if p.deliveries {
+			n, pages, err := s.syncDeliveries(ctx, p.restaurant)
+			sum.Streams++
+			sum.Deliveries += n
+			sum.Pages += pages
+			if err != nil {
+				if ferr := fail(p.restaurant, "deliveries", err); ferr != nil {
+					return s.finish(sum, start), errors.Join(failures...)
+				}
+			}
+		}
+		if s.o.Files {
+			n, bytes, err := s.syncFiles(ctx, p)
+			sum.Files += n
+			sum.FileBytes += bytes
+			if err != nil {
+				if ferr := fail(p.restaurant, "files", err); ferr != nil {
+					return s.finish(sum, start), errors.Join(failures...)
+				}
+			}
+		}
+	}
+	return s.finish(sum, start), errors.Join(failures...)
+}
+
+func (s *Syncer) finish(sum Summary, start time.Time) Summary {
+	sum.Stats = s.c.Stats()
+	sum.DurationMS = time.Since(start).Milliseconds()
+	s.prog.Done(sum)
+	return sum
+}
+
+// plan reads the key's grants and decides what this run mirrors.
+func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
+	var page struct {
+		Data []grant `json:"data"`
+	}
+	if err := s.c.Get(ctx, "/v1/restaurants", nil, &page); err != nil {
+		return nil, err
+	}
+	reach := map[string]grant{}
+	for _, g := range page.Data {
+		reach[g.RestaurantID] = g
+	}
+	wanted := s.o.Restaurants
+	if len(wanted) == 0 {
+		for _, g := range page.Data {
+			wanted = append(wanted, g.RestaurantID)
+		}
+	}
+	var plans []plan
+	for _, r := range wanted {
+		g, ok := reach[r]
+		if !ok {
+			return nil, fmt.Errorf("the key does not reach restaurant %q (it reaches %d restaurant(s); see GET /v1/restaurants)", r, len(page.Data))
+		}
+		p := plan{restaurant: r}
+		readable := map[string]bool{}
+		for _, sc := range g.Scopes {
+			switch sc {
+			case "deliveries:read":
+				p.deliveries = true
+			case "delivery-images:read":
+				p.images = true
+			default:
+				if c, ok := strings.CutSuffix(sc, ":read"); ok && collectionName.MatchString(c) {
+					readable[c] = true
+				}
+			}
+		}
+		if len(s.o.Collections) > 0 {
+			for _, c := range s.o.Collections {
+				if c == "deliveries" {
+					continue
+				}
+				if !readable[c] {
+					return nil, fmt.Errorf("the key cannot read collection %q of restaurant %q (no %s:read scope)", c, r, c)
+				}
+				p.collections = append(p.collections, c)
+			}
+			if slices.Contains(s.o.Collections, "deliveries") && !p.deliveries {
+				return nil, fmt.Errorf("the key cannot read the deliveries of restaurant %q (no deliveries:read scope)", r)
+			}
+			p.deliveries = p.deliveries && slices.Contains(s.o.Collections, "deliveries")
+		} else {
+			for c := range readable {
+				p.collections = append(p.collections, c)
+			}
+			slices.Sort(p.collections)
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// envelope is a record as the API sends it (spec 2.3); unknown members
+// are ignored, as the versioning rules ask.
+type envelope struct {
+	ID             string          `json:"id"`
+	Data           json.RawMessage `json:"data"`
+	Deleted        bool            `json:"deleted"`
+	CapturedAt     string          `json:"capturedAt"`
+	ReceivedAt     string          `json:"receivedAt"`
+	Sequence       string          `json:"sequence"`
+	MutationID     string          `json:"mutationId"`
+	SourceVersion  *string         `json:"sourceVersion"`
+	PayloadVersion int64           `json:"payloadVersion"`
+}
+
+type walkPage struct {
+	Data          []envelope `json:"data"`
+	NextCursor    *string    `json:"nextCursor"`
+	ChangesCursor *string    `json:"changesCursor"`
+}
+
+// digits is a sequence: a digit string (of any length the spec allows;
+// today's servers send at most 19).
+var digits = regexp.MustCompile(`^[0-9]{1,64}$`)
+
+// record checks an envelope and turns it into a stored record.
+func (e envelope) record() (Record, error) {
+	if e.ID == "" || !digits.MatchString(e.Sequence) {
+		return Record{}, fmt.Errorf("record %q: malformed id or sequence %q", e.ID, e.Sequence)
+	}
+	captured, err1 := strconv.ParseInt(e.CapturedAt, 10, 64)
+	received, err2 := strconv.ParseInt(e.ReceivedAt, 10, 64)
+	if err1 != nil || err2 != nil {
+		return Record{}, fmt.Errorf("record %q: malformed capturedAt or receivedAt", e.ID)
+	}
+	r := Record{ID: e.ID, Sequence: e.Sequence, Deleted: e.Deleted, CapturedAt: captured, ReceivedAt: received,
+		MutationID: e.MutationID, SourceVersion: e.SourceVersion, PayloadVersion: e.PayloadVersion}
+	if !e.Deleted {
+		if len(e.Data) == 0 || string(e.Data) == "null" {
+			return Record{}, fmt.Errorf("record %q: a live record without data", e.ID)
+		}
+		r.Data = e.Data
+		var a struct {
+			Asset *struct {
+				Status string `json:"status"`
+				SHA256 string `json:"sha256"`
+			} `json:"asset"`
+		}
+		if json.Unmarshal(e.Data, &a) == nil && a.Asset != nil && a.Asset.Status == "uploaded" && sha256Hex.MatchString(a.Asset.SHA256) {
+			r.AssetSHA256 = a.Asset.SHA256
+		}
+	}
+	return r, nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// syncCollection brings one collection of a restaurant up to date:
+// resumes a walk under way, or walks from the kept changes cursor, or
+// walks it whole. Each page is applied in one target transaction together
+// with the cursor that follows it.
+func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (records, pages int64, err error) {
+	if err := s.t.ensureCollectionTable(ctx, coll); err != nil {
+		return 0, 0, err
+	}
+	st, err := s.t.State(ctx, restaurant, coll)
+	if err != nil {
+		return 0, 0, err
+	}
+	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/collections/" + url.PathEscape(coll) + "/records"
+	for {
+		kind, cursor := st.WalkKind, st.WalkCursor
+		if cursor == "" {
+			switch {
+			case st.ChangesCursor != "":
+				kind, cursor = "changes", st.ChangesCursor
+			case kind != "rebuild":
+				kind = "full"
+			}
+		}
+		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page walkPage
+		err := s.c.Get(ctx, path, q, &page)
+		switch {
+		case err == nil:
+		case cursor != "" && IsStatus(err, 400):
+			st = s.cursorRefused(restaurant, coll, st, cursor, err)
+			continue
+		default:
+			return records, pages, s.fatalIfUnauthorized(err)
+		}
+		recs := make([]Record, 0, len(page.Data))
+		for _, e := range page.Data {
+			r, err := e.record()
+			if err != nil {
+				return records, pages, err
+			}
+			recs = append(recs, r)
+		}
+		if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
+			return records, pages, fmt.Errorf("the last page of the walk carries no changesCursor")
+		}
+		next := st
+		next.Pages++
+		next.Applied += int64(len(recs))
+		next.LastError = ""
+		var dropped int64
+		err = s.t.tx(ctx, func(tx *sql.Tx) error {
+			if err := s.t.applyRecords(ctx, tx, restaurant, coll, recs, s.o.Tombstones, next.WalkGen, kind == "rebuild"); err != nil {
+				return err
+			}
+			if page.NextCursor != nil {
+				next.WalkCursor, next.WalkKind = *page.NextCursor, kind
+			} else {
+				if kind == "rebuild" {
+					n, err := s.t.dropStale(ctx, tx, restaurant, coll, next.WalkGen)
+					if err != nil {
+						return err
+					}
+					dropped = n
+				}
+				next.ChangesCursor, next.WalkCursor, next.WalkKind = *page.ChangesCursor, "", ""
+				now := nowMillis()
+				next.LastSyncedAt = &now
+			}
+			return s.t.putState(ctx, tx, restaurant, coll, next)
+		})
+		if err != nil {
+			return records, pages, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+		}
+		if dropped > 0 {
+			s.log.Warn("rebuild dropped records the server no longer has", "restaurant", restaurant, "stream", coll, "dropped", dropped)
+		}
+		st = next
+		records += int64(len(recs))
+		pages++
+		rem, lim := s.c.Budget()
+		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: coll, Kind: kind, Pages: pages, Records: records,
+			Done: page.NextCursor == nil, BudgetRemaining: rem, BudgetLimit: lim})
+		if page.NextCursor == nil {
+			return records, pages, nil
+		}
+	}
+}
+
+// cursorRefused decides what to walk after the server refused a stored
+// cursor with 400: an expired walk cursor falls back to the changes cursor
+// the walk started from; a refused changes cursor (or a first walk's
+// expired cursor) to a rebuild: a full walk that replaces the copy.
+func (s *Syncer) cursorRefused(restaurant, coll string, st StreamState, cursor string, err error) StreamState {
+	if cursor == st.WalkCursor && st.ChangesCursor != "" {
+		s.log.Warn("walk cursor refused (expired?); walking again from the kept changes cursor", "restaurant", restaurant, "stream", coll, "error", err.Error())
+		st.WalkCursor, st.WalkKind = "", ""
+		return st
+	}
+	s.log.Warn("cursor refused; rebuilding the stream with a full walk", "restaurant", restaurant, "stream", coll, "error", err.Error())
+	st.WalkCursor, st.ChangesCursor, st.WalkKind = "", "", "rebuild"
+	st.WalkGen++
+	return st
+}
+
+// fatalIfUnauthorized makes a 401 end the run: the key no longer works.
+func (s *Syncer) fatalIfUnauthorized(err error) error {
+	if IsStatus(err, 401) {
+		return errFatal{err}
+	}
+	return err
+}
+
+// delivery is a delivery as the API sends it (spec 2.2), kept whole.
+type delivery struct {
+	ID          string `json:"id"`
+	OccurredAt  string `json:"occurredAt"`
+	IsCompliant bool   `json:"isCompliant"`
+	Supplier    struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"supplier"`
+	ImageCount int64 `json:"imageCount"`
+}
+
+type deliveryPage struct {
+	Data       []json.RawMessage `json:"data"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+// syncDeliveries brings a restaurant's deliveries up to date: a pass from
+// the newest stored occurredAt minus the overlap (the first pass from
+// DeliveriesSince) to now, in windows of at most 366 days, each walked to
+// its end with the cursor kept per page. The high-water mark moves only
+// when a pass is complete, so a crash mid-window never skips the rest of
+// it.
+func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserted, pages int64, err error) {
+	const stream = "deliveries"
+	st, err := s.t.State(ctx, restaurant, stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	if st.WindowFrom == nil {
+		from := s.o.DeliveriesSince
+		switch {
+		case st.HighWater != nil:
+			from = *st.HighWater - s.o.Overlap.Milliseconds()
+		case st.CoveredTo != nil:
+			from = *st.CoveredTo - s.o.Overlap.Milliseconds()
+		}
+		from = max(from, 0)
+		to := max(s.o.Now().UnixMilli(), from)
+		st.PassTo, st.WindowFrom = &to, &from
+		wt := min(from+maxWindow.Milliseconds(), to)
+		st.WindowTo, st.WalkCursor = &wt, ""
+	}
+	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/deliveries"
+	for {
+		q := url.Values{"from": {strconv.FormatInt(*st.WindowFrom, 10)}, "to": {strconv.FormatInt(*st.WindowTo, 10)}, "limit": {strconv.Itoa(PageSize)}}
+		if st.WalkCursor != "" {
+			q.Set("cursor", st.WalkCursor)
+		}
+		var page deliveryPage
+		err := s.c.Get(ctx, path, q, &page)
+		switch {
+		case err == nil:
+		case st.WalkCursor != "" && IsStatus(err, 400):
+			s.log.Warn("delivery cursor refused; walking the window again", "restaurant", restaurant, "error", err.Error())
+			st.WalkCursor = ""
+			continue
+		default:
+			return inserted, pages, s.fatalIfUnauthorized(err)
+		}
+		ds := make([]Delivery, 0, len(page.Data))
+		for _, raw := range page.Data {
+			var d delivery
+			if err := json.Unmarshal(raw, &d); err != nil || d.ID == "" {
+				return inserted, pages, fmt.Errorf("a delivery that is not the documented shape: %v", err)
+			}
+			at, err := strconv.ParseInt(d.OccurredAt, 10, 64)
+			if err != nil {
+				return inserted, pages, fmt.Errorf("delivery %q: malformed occurredAt", d.ID)
+			}
+			ds = append(ds, Delivery{ID: d.ID, OccurredAt: at, IsCompliant: d.IsCompliant, SupplierID: d.Supplier.ID,
+				SupplierName: d.Supplier.Name, ImageCount: d.ImageCount, Data: raw})
+		}
+		next := st
+		next.Pages++
+		next.LastError = ""
+		var n int64
+		err = s.t.tx(ctx, func(tx *sql.Tx) error {
+			var err error
+			if n, err = s.t.applyDeliveries(ctx, tx, restaurant, ds); err != nil {
+				return err
+			}
+			next.Applied += n
+			switch {
+			case page.NextCursor != nil:
+				next.WalkCursor = *page.NextCursor
+			case *next.WindowTo < *next.PassTo:
+				from := *next.WindowTo + 1
+				to := min(from+maxWindow.Milliseconds(), *next.PassTo)
+				next.WindowFrom, next.WindowTo, next.WalkCursor = &from, &to, ""
+			default:
+				hw, err := s.t.newestDelivery(ctx, tx, restaurant)
+				if err != nil {
+					return err
+				}
+				now := nowMillis()
+				next.HighWater, next.CoveredTo, next.LastSyncedAt = hw, next.PassTo, &now
+				next.WindowFrom, next.WindowTo, next.PassTo, next.WalkCursor = nil, nil, nil, ""
+			}
+			return s.t.putState(ctx, tx, restaurant, stream, next)
+		})
+		if err != nil {
+			return inserted, pages, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+		}
+		st = next
+		inserted += n
+		pages++
+		rem, lim := s.c.Budget()
+		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Kind: "window", Pages: pages, Records: inserted,
+			Done: st.WindowFrom == nil, BudgetRemaining: rem, BudgetLimit: lim})
+		if st.WindowFrom == nil {
+			return inserted, pages, nil
+		}
+	}
+}

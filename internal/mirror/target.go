@@ -1,0 +1,450 @@
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for postgres targets
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go (no cgo)
+)
+
+// Target is the mirror's database: SQLite (the embedded default) or
+// PostgreSQL. Both speak the same SQL here except for a few column types
+// and the placeholder style, which dialect covers; every statement is
+// written once.
+type Target struct {
+	db      *sql.DB
+	dialect dialect
+	// Where says what the target is, without credentials, for messages.
+	Where string
+}
+
+type dialect struct {
+	postgres bool
+}
+
+// q rewrites ? placeholders to $n for PostgreSQL. Statements here never
+// contain a literal question mark.
+func (d dialect) q(s string) string {
+	if !d.postgres {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ErrTarget marks a TARGET that cannot be meant (exit status 2).
+var ErrTarget = errors.New("bad target")
+
+// OpenTarget opens "sqlite:PATH" or a "postgres://" URL and creates the
+// mirror's schema if it is missing. sqlite files are created on first use.
+func OpenTarget(ctx context.Context, spec string) (*Target, error) {
+	var t Target
+	switch {
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if path == "" {
+			return nil, fmt.Errorf("%w: sqlite: needs a file path, e.g. sqlite:mirror.db", ErrTarget)
+		}
+		// WAL lets `status` read while a sync writes; busy_timeout waits
+		// for the writer instead of failing; foreign keys are unused.
+		dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)"
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1) // one writer; SQLite serialises writes anyway
+		t = Target{db: db, Where: "sqlite:" + path}
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		db, err := sql.Open("pgx", spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrTarget, err)
+		}
+		db.SetMaxOpenConns(2)
+		t = Target{db: db, dialect: dialect{postgres: true}, Where: redactURL(spec)}
+	default:
+		return nil, fmt.Errorf("%w: %q: give sqlite:PATH or a postgres:// URL", ErrTarget, redactURL(spec))
+	}
+	if err := t.migrate(ctx); err != nil {
+		t.db.Close()
+		return nil, fmt.Errorf("%s: %w", t.Where, err)
+	}
+	return &t, nil
+}
+
+// Close closes the database.
+func (t *Target) Close() error { return t.db.Close() }
+
+// redactURL hides a password in a postgres URL.
+func redactURL(s string) string {
+	at := strings.Index(s, "@")
+	scheme := strings.Index(s, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return s
+	}
+	userinfo := s[scheme+3 : at]
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return s[:scheme+3] + user + ":xxxxx" + s[at:]
+	}
+	return s
+}
+
+// TableName is the target table of a collection: its name with hyphens
+// as underscores (temperature-records -> temperature_records).
+func TableName(collection string) string { return strings.ReplaceAll(collection, "-", "_") }
+
+// schemaVersion is bumped when the schema below changes; the target keeps
+// it in mirror_meta.
+const schemaVersion = 1
+
+// migrate creates what is missing. Collection tables are created when a
+// stream is first synced (only the collections the key reads exist).
+func (t *Target) migrate(ctx context.Context) error {
+	jsonType, boolFalse := "TEXT", "0"
+	if t.dialect.postgres {
+		jsonType, boolFalse = "JSONB", "false"
+	}
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS mirror_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS sync_state (
+			restaurant_id  TEXT NOT NULL,
+			stream         TEXT NOT NULL,
+			changes_cursor TEXT,
+			walk_cursor    TEXT,
+			walk_kind      TEXT,
+			walk_gen       BIGINT NOT NULL DEFAULT 0,
+			window_from    BIGINT,
+			window_to      BIGINT,
+			pass_to        BIGINT,
+			covered_to     BIGINT,
+			high_water     BIGINT,
+			pages          BIGINT NOT NULL DEFAULT 0,
+			applied        BIGINT NOT NULL DEFAULT 0,
+			last_synced_at BIGINT,
+			last_error     TEXT,
+			PRIMARY KEY (restaurant_id, stream))`,
+		`CREATE TABLE IF NOT EXISTS deliveries (
+			restaurant_id TEXT NOT NULL,
+			id            TEXT NOT NULL,
+			occurred_at   BIGINT NOT NULL,
+			is_compliant  BOOLEAN NOT NULL,
+			supplier_id   TEXT NOT NULL,
+			supplier_name TEXT NOT NULL,
+			image_count   BIGINT NOT NULL,
+			data          ` + jsonType + ` NOT NULL,
+			images_synced BOOLEAN NOT NULL DEFAULT ` + boolFalse + `,
+			PRIMARY KEY (restaurant_id, id))`,
+		`CREATE INDEX IF NOT EXISTS deliveries_occurred_idx ON deliveries (restaurant_id, occurred_at)`,
+		`CREATE TABLE IF NOT EXISTS files (
+			sha256        TEXT PRIMARY KEY,
+			content_type  TEXT NOT NULL,
+			byte_length   BIGINT NOT NULL,
+			path          TEXT NOT NULL,
+			downloaded_at BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS file_links (
+			restaurant_id TEXT NOT NULL,
+			source        TEXT NOT NULL,
+			parent        TEXT NOT NULL,
+			item_id       TEXT NOT NULL,
+			sha256        TEXT NOT NULL,
+			content_type  TEXT NOT NULL,
+			PRIMARY KEY (restaurant_id, source, parent, item_id))`,
+	}
+	for _, s := range stmts {
+		if _, err := t.db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("creating the schema: %w", err)
+		}
+	}
+	var v string
+	switch err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT value FROM mirror_meta WHERE name = 'schema_version'`)).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('schema_version', ?)`), strconv.Itoa(schemaVersion))
+		return err
+	case err != nil:
+		return err
+	case v != strconv.Itoa(schemaVersion):
+		return fmt.Errorf("the target holds mirror schema version %s; this foodsafe-sync writes version %d", v, schemaVersion)
+	}
+	return nil
+}
+
+// ensureCollectionTable creates a collection's table if it is missing.
+func (t *Target) ensureCollectionTable(ctx context.Context, collection string) error {
+	jsonType, seqType := "TEXT", "TEXT"
+	if t.dialect.postgres {
+		// Digit strings compare as numbers by length, then bytewise.
+		jsonType, seqType = "JSONB", `TEXT COLLATE "C"`
+	}
+	tbl := TableName(collection)
+	for _, s := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
+			restaurant_id   TEXT NOT NULL,
+			id              TEXT NOT NULL,
+			sequence        ` + seqType + ` NOT NULL,
+			deleted         BOOLEAN NOT NULL,
+			data            ` + jsonType + `,
+			captured_at     BIGINT NOT NULL,
+			received_at     BIGINT NOT NULL,
+			mutation_id     TEXT NOT NULL,
+			source_version  TEXT,
+			payload_version INTEGER NOT NULL,
+			asset_sha256    TEXT,
+			walk_gen        BIGINT NOT NULL DEFAULT 0,
+			PRIMARY KEY (restaurant_id, id))`,
+		`CREATE INDEX IF NOT EXISTS ` + tbl + `_asset_idx ON ` + tbl + ` (asset_sha256)`,
+	} {
+		if _, err := t.db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("creating table %s: %w", tbl, err)
+		}
+	}
+	return nil
+}
+
+// seqHigher is the SQL for "sequence a is higher than b": digit strings
+// of any length, compared as numbers without arithmetic.
+func seqHigher(a, b string) string {
+	return "(length(" + a + ") > length(" + b + ") OR (length(" + a + ") = length(" + b + ") AND " + a + " > " + b + "))"
+}
+
+// SequenceHigher reports whether sequence a is higher than b: digit
+// strings of any length, compared as numbers without arithmetic (the spec
+// forbids arithmetic on them).
+func SequenceHigher(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}
+
+// StreamState is what the target remembers of one stream: a collection
+// of a restaurant, or its deliveries.
+type StreamState struct {
+	ChangesCursor string // "" before the first complete walk
+	WalkCursor    string // "" when no walk is under way
+	WalkKind      string // full, changes or rebuild, while a walk is under way
+	WalkGen       int64
+	WindowFrom    *int64 // deliveries: the window being walked
+	WindowTo      *int64
+	PassTo        *int64 // deliveries: the end of the pass the window belongs to
+	CoveredTo     *int64 // deliveries: the end of the last complete pass
+	HighWater     *int64 // deliveries: newest stored occurredAt after the last pass
+	Pages         int64
+	Applied       int64
+	LastSyncedAt  *int64
+	LastError     string
+}
+
+// State reads a stream's state; a stream never synced has the zero state.
+func (t *Target) State(ctx context.Context, restaurantID, stream string) (StreamState, error) {
+	var s StreamState
+	var changes, walk, kind, lastErr sql.NullString
+	err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT changes_cursor, walk_cursor, walk_kind, walk_gen, window_from, window_to, pass_to, covered_to, high_water, pages, applied, last_synced_at, last_error
+		FROM sync_state WHERE restaurant_id = ? AND stream = ?`), restaurantID, stream).
+		Scan(&changes, &walk, &kind, &s.WalkGen, &s.WindowFrom, &s.WindowTo, &s.PassTo, &s.CoveredTo, &s.HighWater, &s.Pages, &s.Applied, &s.LastSyncedAt, &lastErr)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StreamState{}, nil
+	}
+	s.ChangesCursor, s.WalkCursor, s.WalkKind, s.LastError = changes.String, walk.String, kind.String, lastErr.String
+	return s, err
+}
+
+// tx runs f in one transaction of the target.
+func (t *Target) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := t.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// putState writes a stream's state inside tx.
+func (t *Target) putState(ctx context.Context, tx execer, restaurantID, stream string, s StreamState) error {
+	_, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO sync_state (restaurant_id, stream, changes_cursor, walk_cursor, walk_kind, walk_gen, window_from, window_to, pass_to, covered_to, high_water, pages, applied, last_synced_at, last_error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (restaurant_id, stream) DO UPDATE SET changes_cursor = excluded.changes_cursor, walk_cursor = excluded.walk_cursor,
+			walk_kind = excluded.walk_kind, walk_gen = excluded.walk_gen, window_from = excluded.window_from, window_to = excluded.window_to,
+			pass_to = excluded.pass_to, covered_to = excluded.covered_to, high_water = excluded.high_water, pages = excluded.pages,
+			applied = excluded.applied, last_synced_at = excluded.last_synced_at, last_error = excluded.last_error`),
+		restaurantID, stream, nullString(s.ChangesCursor), nullString(s.WalkCursor), nullString(s.WalkKind), s.WalkGen,
+		s.WindowFrom, s.WindowTo, s.PassTo, s.CoveredTo, s.HighWater, s.Pages, s.Applied, s.LastSyncedAt, nullString(s.LastError))
+	return err
+}
+
+// SetError records a stream's last failure (or clears it with "") outside
+// any page transaction.
+func (t *Target) SetError(ctx context.Context, restaurantID, stream, msg string) error {
+	s, err := t.State(ctx, restaurantID, stream)
+	if err != nil {
+		return err
+	}
+	s.LastError = msg
+	// One statement: no transaction needed (and SQLite has one connection,
+	// which State above must not be waiting for).
+	return t.putState(ctx, t.db, restaurantID, stream, s)
+}
+
+// execer is a transaction or the database.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Record is one envelope as the mirror stores it.
+type Record struct {
+	ID             string
+	Sequence       string
+	Deleted        bool
+	Data           []byte // nil on a tombstone
+	CapturedAt     int64
+	ReceivedAt     int64
+	MutationID     string
+	SourceVersion  *string
+	PayloadVersion int64
+	AssetSHA256    string // data.asset.sha256 once uploaded
+}
+
+// TombstoneMode says what a tombstone does to the mirrored row.
+type TombstoneMode int
+
+const (
+	// TombstoneMark keeps the row, its last data and deleted = true, so
+	// records that refer to it still resolve (the spec's advice).
+	TombstoneMark TombstoneMode = iota
+	// TombstoneDelete removes the row.
+	TombstoneDelete
+)
+
+// applyRecords writes one walk page's records inside tx. A record replaces
+// the stored one only when its sequence is higher, except in a rebuild
+// (force), where the server's answer replaces the copy outright. Every
+// row touched carries gen, so a rebuild can drop what it did not see.
+func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, collection string, recs []Record, mode TombstoneMode, gen int64, force bool) error {
+	tbl := TableName(collection)
+	cond := seqHigher("excluded.sequence", tbl+".sequence")
+	if force {
+		cond = "true"
+	}
+	// A tombstone keeps the last data in mark mode (NULL when the record
+	// was never seen alive here).
+	upsert := t.dialect.q(`INSERT INTO ` + tbl + ` (restaurant_id, id, sequence, deleted, data, captured_at, received_at, mutation_id, source_version, payload_version, asset_sha256, walk_gen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (restaurant_id, id) DO UPDATE SET sequence = excluded.sequence, deleted = excluded.deleted,
+			data = CASE WHEN excluded.deleted THEN ` + tbl + `.data ELSE excluded.data END,
+			captured_at = excluded.captured_at, received_at = excluded.received_at, mutation_id = excluded.mutation_id,
+			source_version = excluded.source_version, payload_version = excluded.payload_version,
+			asset_sha256 = CASE WHEN excluded.deleted THEN ` + tbl + `.asset_sha256 ELSE excluded.asset_sha256 END,
+			walk_gen = excluded.walk_gen
+		WHERE ` + cond)
+	stored := t.dialect.q(`SELECT sequence FROM ` + tbl + ` WHERE restaurant_id = ? AND id = ?`)
+	del := t.dialect.q(`DELETE FROM ` + tbl + ` WHERE restaurant_id = ? AND id = ?`)
+	markGen := t.dialect.q(`UPDATE ` + tbl + ` SET walk_gen = ? WHERE restaurant_id = ? AND id = ?`)
+	for _, r := range recs {
+		if r.Deleted && mode == TombstoneDelete {
+			var seq string
+			switch err := tx.QueryRowContext(ctx, stored, restaurantID, r.ID).Scan(&seq); {
+			case errors.Is(err, sql.ErrNoRows):
+				continue // never had it: created and deleted between two syncs
+			case err != nil:
+				return err
+			}
+			if !force && !SequenceHigher(r.Sequence, seq) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, del, restaurantID, r.ID); err != nil {
+				return err
+			}
+			continue
+		}
+		var data any
+		if r.Data != nil {
+			data = string(r.Data)
+		}
+		if _, err := tx.ExecContext(ctx, upsert, restaurantID, r.ID, r.Sequence, r.Deleted, data, r.CapturedAt, r.ReceivedAt,
+			r.MutationID, r.SourceVersion, r.PayloadVersion, nullString(r.AssetSHA256), gen); err != nil {
+			return err
+		}
+		if !force {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, markGen, gen, restaurantID, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropStale removes, at the end of a rebuild, the rows the rebuild's walk
+// did not bring: the server no longer has them (its data was restored).
+func (t *Target) dropStale(ctx context.Context, tx *sql.Tx, restaurantID, collection string, gen int64) (int64, error) {
+	res, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+TableName(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Delivery is one delivery as the mirror stores it.
+type Delivery struct {
+	ID           string
+	OccurredAt   int64
+	IsCompliant  bool
+	SupplierID   string
+	SupplierName string
+	ImageCount   int64
+	Data         []byte
+}
+
+// applyDeliveries inserts a page of deliveries; they are immutable, so a
+// known id is left as it is (deduplication on id).
+func (t *Target) applyDeliveries(ctx context.Context, tx *sql.Tx, restaurantID string, ds []Delivery) (int64, error) {
+	ins := t.dialect.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (restaurant_id, id) DO NOTHING`)
+	var n int64
+	for _, d := range ds {
+		res, err := tx.ExecContext(ctx, ins, restaurantID, d.ID, d.OccurredAt, d.IsCompliant, d.SupplierID, d.SupplierName, d.ImageCount, string(d.Data))
+		if err != nil {
+			return n, err
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, nil
+}
+
+// newestDelivery is the newest stored occurredAt of a restaurant (nil
+// when none is stored).
+func (t *Target) newestDelivery(ctx context.Context, tx *sql.Tx, restaurantID string) (*int64, error) {
+	var v sql.NullInt64
+	err := tx.QueryRowContext(ctx, t.dialect.q(`SELECT max(occurred_at) FROM deliveries WHERE restaurant_id = ?`), restaurantID).Scan(&v)
+	if err != nil || !v.Valid {
+		return nil, err
+	}
+	return &v.Int64, nil
+}
+
+// now is the target's notion of the time of a sync, epoch ms.
+func nowMillis() int64 { return time.Now().UnixMilli() }
