@@ -21,6 +21,7 @@ export DATABASE_URL
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
+	$(GO) build -o bin/foodsafe-sync ./cmd/foodsafe-sync
 
 DEMO_KEY     := .data/demo-key
 
@@ -62,7 +63,8 @@ chaos:
 	FOODSAFE_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -race -count=1 -timeout 30m -run '^TestConnectionLossIsNever500$$' -v ./tests
 
 ## bench: the hot-path plan checks at 1,000,000 rows, then the big-data
-## benchmarks; not part of `make test`.
+## benchmarks (BenchmarkSync included: foodsafe-sync over 100,000 records);
+## not part of `make test`.
 bench:
 	FOODSAFE_PLAN_ROWS=1000000 $(GO) test -count=1 -run '^TestHotPathPlans$$' -timeout 30m ./tests
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...

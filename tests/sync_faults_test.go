@@ -223,6 +223,19 @@ func TestSyncClientRules(t *testing.T) {
 		require.NotContains(t, r.Stderr+r.Stdout, secretOf(key))
 	})
 
+	t.Run("--every: a revoked key ends the loop; SIGTERM between runs exits 0", func(t *testing.T) {
+		key := s.a.newKey(grant(demo.RestaurantID, "areas:read"))
+		res := s.a.cli("keys", "revoke", publicID(t, key))
+		require.Equal(t, 0, res.Code, res.Stderr)
+		r := runSync(t, key, "--api", s.p.URL, "--to", sqliteTarget(t), "--every", "1s")
+		require.Equal(t, 1, r.Code, "a refused key does not poll forever: %s", r.Stderr)
+
+		l := startSync(t, s.readKey, "--api", s.p.URL, "--to", sqliteTarget(t), "--every", "1h")
+		l.waitFor(t, "the first run", func(e syncEvent) bool { return e.Event == "done" })
+		l.signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, l.wait(t).Code, "stopped between runs: a normal stop")
+	})
+
 	t.Run("a restaurant the key does not reach", func(t *testing.T) {
 		r := runSync(t, s.readKey, "--api", s.p.URL, "--to", sqliteTarget(t), "--restaurant", "elsewhere")
 		require.Equal(t, 1, r.Code)

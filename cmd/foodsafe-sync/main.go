@@ -182,7 +182,7 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 			return nil // stopped by a signal: the page in flight was rolled back
 		case ctx.Err() != nil:
 			return errors.New("interrupted; the next run resumes after the last applied page")
-		case err != nil && f.every == 0:
+		case err != nil && (f.every == 0 || mirror.IsFatal(err)):
 			return err
 		case err != nil:
 			log.Error("sync run failed; trying again at the next interval", "error", err.Error())

@@ -86,6 +86,13 @@ type errFatal struct{ error }
 
 func (e errFatal) Unwrap() error { return e.error }
 
+// IsFatal reports whether a run's error means no later run can succeed
+// either (the key was refused), so a --every loop should stop.
+func IsFatal(err error) bool {
+	var fe errFatal
+	return errors.As(err, &fe)
+}
+
 // collectionName is what a collection name must look like to become a
 // table name (the server's 24 all do).
 var collectionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)

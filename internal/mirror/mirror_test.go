@@ -1,0 +1,123 @@
+package mirror
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSequenceHigher(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"2", "1", true},
+		{"1", "2", false},
+		{"10", "9", true}, // by value, not bytewise
+		{"9", "10", false},
+		{"5", "5", false},
+		{"123456789012345678901234567890", "99999999999999999999", true}, // beyond int64
+		{"99999999999999999999", "123456789012345678901234567890", false},
+	} {
+		if got := SequenceHigher(tc.a, tc.b); got != tc.want {
+			t.Errorf("SequenceHigher(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	q := `SELECT a FROM t WHERE x = ? AND y = ?`
+	if got := (dialect{}).q(q); got != q {
+		t.Errorf("sqlite keeps ?: %s", got)
+	}
+	if got, want := (dialect{postgres: true}).q(q), `SELECT a FROM t WHERE x = $1 AND y = $2`; got != want {
+		t.Errorf("postgres: %s, want %s", got, want)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@h:5432/db": "postgres://u:xxxxx@h:5432/db",
+		"postgres://u@h/db":             "postgres://u@h/db",
+		"postgres://h/db":               "postgres://h/db",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Backoff stays within [atLeast, the attempt's capped ceiling].
+func TestBackoffBounds(t *testing.T) {
+	c := &Client{BackoffBase: 500 * time.Millisecond, BackoffCap: 30 * time.Second}
+	for attempt := 1; attempt <= 12; attempt++ {
+		ceiling := min(500*time.Millisecond<<(attempt-1), 30*time.Second)
+		for range 200 {
+			d := c.backoff(attempt, 0)
+			if d < 0 || d > ceiling {
+				t.Fatalf("attempt %d: %s outside [0, %s]", attempt, d, ceiling)
+			}
+			if d := c.backoff(attempt, 45*time.Second); d != 45*time.Second {
+				t.Fatalf("attempt %d: %s shorter than Retry-After 45s or longer", attempt, d)
+			}
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	h := http.Header{}
+	if got := retryAfter(h, time.Second); got != time.Second {
+		t.Errorf("absent: %s", got)
+	}
+	h.Set("Retry-After", "7")
+	if got := retryAfter(h, time.Second); got != 7*time.Second {
+		t.Errorf("7: %s", got)
+	}
+	h.Set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")
+	if got := retryAfter(h, 2*time.Second); got != 2*time.Second {
+		t.Errorf("a date is not understood; the default holds: %s", got)
+	}
+}
+
+func TestNewClientRefusesCredentialsInURL(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, u := range []string{"ftp://h", "http://", "http://user:pw@h", "http://h/?x=1", "not a url"} {
+		if _, err := NewClient(u, "k", log); err == nil {
+			t.Errorf("NewClient(%q) accepted", u)
+		}
+	}
+	if _, err := NewClient("https://api.example.com/", "k", log); err != nil {
+		t.Errorf("a plain base URL: %v", err)
+	}
+}
+
+// The terminal table redraws in place: it moves the cursor back over the
+// lines it drew before, shows the streams under way, and the summary.
+func TestTTYProgressRedraws(t *testing.T) {
+	var b bytes.Buffer
+	p := NewTTYProgress(&b)
+	p.Plan(2)
+	p.Stream(StreamEvent{Restaurant: "r1", Stream: "areas", Kind: "full", Pages: 1, Records: 100, BudgetRemaining: 299, BudgetLimit: 300})
+	first := b.String()
+	if !strings.Contains(first, "r1 areas") || !strings.Contains(first, "budget 299/300") || !strings.Contains(first, "streams 0/2") {
+		t.Fatalf("first drawing: %q", first)
+	}
+	b.Reset()
+	p.Stream(StreamEvent{Restaurant: "r1", Stream: "areas", Kind: "full", Pages: 2, Records: 150, Done: true})
+	second := b.String()
+	if !strings.HasPrefix(second, "\x1b[2A") {
+		t.Errorf("the redraw starts by moving up over the two lines drawn: %q", second)
+	}
+	if strings.Contains(second, "r1 areas") || !strings.Contains(second, "streams 1/2") {
+		t.Errorf("a finished stream leaves the table: %q", second)
+	}
+	b.Reset()
+	p.Done(Summary{Streams: 2, Records: 150})
+	if !strings.Contains(b.String(), "2 streams (0 failed)") {
+		t.Errorf("summary: %q", b.String())
+	}
+}
