@@ -22,6 +22,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/demo"
 	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 // dbProxy is a TCP fault proxy (toxiproxy, in process) between a server
@@ -223,17 +224,24 @@ func TestSyncClientRules(t *testing.T) {
 		require.NotContains(t, r.Stderr+r.Stdout, secretOf(key))
 	})
 
-	t.Run("--every: a revoked key ends the loop; SIGTERM between runs exits 0", func(t *testing.T) {
+	t.Run("--every: a revoked key ends the loop; a second run on the target is refused; SIGTERM between runs exits 0", func(t *testing.T) {
 		key := s.a.newKey(grant(demo.RestaurantID, "areas:read"))
 		res := s.a.cli("keys", "revoke", publicID(t, key))
 		require.Equal(t, 0, res.Code, res.Stderr)
 		r := runSync(t, key, "--api", s.p.URL, "--to", sqliteTarget(t), "--every", "1s")
 		require.Equal(t, 1, r.Code, "a refused key does not poll forever: %s", r.Stderr)
 
-		l := startSync(t, s.readKey, "--api", s.p.URL, "--to", sqliteTarget(t), "--every", "1h")
-		l.waitFor(t, "the first run", func(e syncEvent) bool { return e.Event == "done" })
-		l.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, l.wait(t).Code, "stopped between runs: a normal stop")
+		for _, target := range []string{sqliteTarget(t), testdb.EmptyURL(t)} {
+			l := startSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--every", "1h")
+			l.waitFor(t, "the first run", func(e syncEvent) bool { return e.Event == "done" })
+			second := runSync(t, s.readKey, "--api", s.p.URL, "--to", target)
+			require.Equal(t, 1, second.Code)
+			require.Contains(t, second.Stderr, "another foodsafe-sync is syncing this target", "one writer per target")
+			l.signal(t, syscall.SIGTERM)
+			require.Equal(t, 0, l.wait(t).Code, "stopped between runs: a normal stop")
+			again := runSync(t, s.readKey, "--api", s.p.URL, "--to", target)
+			require.Equal(t, 0, again.Code, "the lock went with the process: %s", again.Stderr)
+		}
 	})
 
 	t.Run("a restaurant the key does not reach", func(t *testing.T) {

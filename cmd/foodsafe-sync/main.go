@@ -171,6 +171,9 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 		return err
 	}
 	defer target.Close()
+	if err := target.Lock(ctx); err != nil {
+		return err
+	}
 	s := mirror.NewSyncer(client, target, mirror.Options{
 		Restaurants: f.restaurants, Collections: f.collections, Files: f.files, FilesDir: f.filesDir,
 		Tombstones: mode, Overlap: f.overlap, DeliveriesSince: since,

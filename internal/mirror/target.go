@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for postgres targets
@@ -20,8 +22,14 @@ import (
 type Target struct {
 	db      *sql.DB
 	dialect dialect
+	// lock is held for the whole run (see Lock): a lock file next to a
+	// SQLite database, or the connection holding a PostgreSQL advisory
+	// lock.
+	lockFile *os.File
+	lockConn *sql.Conn
 	// Where says what the target is, without credentials, for messages.
 	Where string
+	path  string // the SQLite file
 }
 
 type dialect struct {
@@ -68,13 +76,13 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 			return nil, err
 		}
 		db.SetMaxOpenConns(1) // one writer; SQLite serialises writes anyway
-		t = Target{db: db, Where: "sqlite:" + path}
+		t = Target{db: db, Where: "sqlite:" + path, path: path}
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		db, err := sql.Open("pgx", spec)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTarget, err)
 		}
-		db.SetMaxOpenConns(2)
+		db.SetMaxOpenConns(3) // one may hold the run's advisory lock
 		t = Target{db: db, dialect: dialect{postgres: true}, Where: redactURL(spec)}
 	default:
 		return nil, fmt.Errorf("%w: %q: give sqlite:PATH or a postgres:// URL", ErrTarget, redactURL(spec))
@@ -86,8 +94,58 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 	return &t, nil
 }
 
-// Close closes the database.
-func (t *Target) Close() error { return t.db.Close() }
+// ErrBusy reports that another foodsafe-sync holds the target.
+var ErrBusy = errors.New("another foodsafe-sync is syncing this target; one run at a time")
+
+// Lock makes this process the target's only writer until Close. Two runs
+// on one target would each be safe page by page, but a rebuild drops the
+// rows its own walk did not touch, which could be rows the other run just
+// wrote; so a second run is refused instead.
+func (t *Target) Lock(ctx context.Context) error {
+	if !t.dialect.postgres {
+		f, err := os.OpenFile(t.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return ErrBusy
+			}
+			return err
+		}
+		t.lockFile = f
+		return nil
+	}
+	conn, err := t.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	var ok bool
+	// The key is the text's hash; the lock is the session's, released
+	// when the connection closes (also when the process dies).
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('foodsafe-sync'))`).Scan(&ok); err != nil {
+		conn.Close()
+		return err
+	}
+	if !ok {
+		conn.Close()
+		return ErrBusy
+	}
+	t.lockConn = conn
+	return nil
+}
+
+// Close releases the lock and closes the database.
+func (t *Target) Close() error {
+	if t.lockFile != nil {
+		t.lockFile.Close() // releases the flock
+	}
+	if t.lockConn != nil {
+		t.lockConn.Close()
+	}
+	return t.db.Close()
+}
 
 // redactURL hides a password in a postgres URL.
 func redactURL(s string) string {
