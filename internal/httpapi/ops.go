@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -75,7 +76,42 @@ func (a *API) serve(o operation) handler {
 		if err != nil {
 			return err
 		}
+		if ap, ok := out.(jsonAppender); ok && writeAppended(c, ap) {
+			return nil
+		}
 		c.PureJSON(http.StatusOK, out)
 		return nil
 	}
+}
+
+// jsonAppender is a result that writes its own JSON (wire.WalkPage and
+// wire.Envelope: records, whose data is already JSON; see wire/append.go).
+type jsonAppender interface {
+	AppendJSON([]byte) ([]byte, error)
+}
+
+// bodyBuffers keeps answer buffers between requests: a walk page of 100
+// records is tens of kilobytes.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxPooledBody is the largest buffer kept for the next answer.
+const maxPooledBody = 1 << 20
+
+// writeAppended writes what ap appends, as PureJSON would (same type, same
+// trailing newline). false, with nothing written, when ap refuses (a
+// string that is not UTF-8): encoding/json then writes it its own way.
+func writeAppended(c *gin.Context, ap jsonAppender) bool {
+	bp := bodyBuffers.Get().(*[]byte)
+	b, err := ap.AppendJSON((*bp)[:0])
+	defer func() {
+		if cap(b) <= maxPooledBody { // a page of huge records is not kept
+			*bp = b[:0]
+			bodyBuffers.Put(bp)
+		}
+	}()
+	if err != nil {
+		return false
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", append(b, '\n'))
+	return true
 }
