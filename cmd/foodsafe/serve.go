@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +26,8 @@ func serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("starting", "version", version.Version, "commit", version.Commit,
+			gcPercent := setServeGC()
+			log.Info("starting", "version", version.Version, "commit", version.Commit, "gogc", gcPercent,
 				"database", store.RedactURL(cfg.DatabaseURL), "rate_limit_per_minute", cfg.RateLimit,
 				"rate_limit_shared", cfg.RedisURL != "", "file_store", blob.Describe(blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}),
 				"metrics_addr", cfg.MetricsAddr)
@@ -49,4 +53,21 @@ func serveCmd() *cobra.Command {
 			return a.Serve(ctx, ln, opsLn)
 		},
 	}
+}
+
+// serveGCPercent is the garbage collector's target for serve. A server's
+// live heap is small (tens of MiB) and its garbage per request large (a
+// walk page is ~125 KB), so Go's default of 100 collects very often: at
+// 400 the walk page's throughput rose 15% under make bench-http (3,342 ->
+// 3,868 req/s) for a larger peak RSS (README, "Performance"). GOGC, when
+// set, is the operator's choice and wins.
+const serveGCPercent = 400
+
+// setServeGC applies serveGCPercent unless GOGC is set, and says which.
+func setServeGC() string {
+	if v := os.Getenv("GOGC"); v != "" {
+		return v + " (GOGC)"
+	}
+	debug.SetGCPercent(serveGCPercent)
+	return strconv.Itoa(serveGCPercent)
 }
