@@ -178,6 +178,32 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	require.Equal(t, int64(len(refused)), sum.Files, "each digest refused once, then fetched once")
 	require.Equal(t, 2*sum.Files, downloads.Load())
 	require.Zero(t, withKey.Load(), "a signed URL is fetched without the key")
+
+	// One file whose bytes do not match its digest (served corrupted,
+	// always): it is not stored, the others are, the run says so (exit 1)
+	// and the next run against an honest server completes the set.
+	var corrupted atomic.Value
+	api = faultProxy(t, s.p.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasPrefix(r.URL.Path, "/v1/files/") {
+			return false
+		}
+		corrupted.CompareAndSwap(nil, r.URL.Path)
+		if corrupted.Load() != r.URL.Path {
+			return false
+		}
+		_, _ = w.Write([]byte("not the bytes you are looking for"))
+		return true
+	})
+	target, files = sqliteTarget(t), t.TempDir()
+	bad := runSync(t, s.readKey, "--api", api, "--to", target, "--files", "--files-dir", files, "--json")
+	require.Equal(t, 1, bad.Code, "stderr:\n%s", bad.Stderr)
+	require.Contains(t, bad.Stderr, "a file could not be mirrored")
+	require.Equal(t, sum.Files-1, bad.summary(t).Files, "every other file was stored")
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	good := runSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--files", "--files-dir", files, "--json")
+	require.Equal(t, 0, good.Code, "stderr:\n%s", good.Stderr)
+	require.Equal(t, int64(1), good.summary(t).Files)
+	requireFilesMirrored(t, s.a, target, files, demo.RestaurantID)
 }
 
 // The client rules: a 500 is retried once and then reported with its

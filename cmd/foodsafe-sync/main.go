@@ -257,6 +257,8 @@ func statusCmd(stdout io.Writer) *cobra.Command {
 				}
 				state := "full walk needed"
 				switch {
+				case s.Stream == "files":
+					state = "-"
 				case s.InProgress:
 					state = "in progress"
 				case s.Incremental:

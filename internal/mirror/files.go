@@ -45,6 +45,21 @@ var downloader = &http.Client{Timeout: 30 * time.Minute}
 // digest not in files; deliveries with images not yet fetched), so a run
 // that stopped half-way picks it up again.
 func (s *Syncer) syncFiles(ctx context.Context, p plan) (n, bytes int64, err error) {
+	// One file that cannot be fetched (a digest that does not match, a
+	// server error) does not hold back the others; a refused key or an
+	// interruption stops them all.
+	var errs []error
+	failed := func(err error) error {
+		switch {
+		case err == nil:
+			return nil
+		case IsStatus(err, 401) || ctx.Err() != nil:
+			return s.fatalIfUnauthorized(err)
+		}
+		s.log.Warn("a file could not be mirrored; the next run tries again", "restaurant", p.restaurant, "error", err.Error())
+		errs = append(errs, err)
+		return nil
+	}
 	for _, coll := range fileCollections {
 		if !slices.Contains(p.collections, coll) {
 			continue
@@ -57,30 +72,29 @@ func (s *Syncer) syncFiles(ctx context.Context, p plan) (n, bytes int64, err err
 			path := "/v1/restaurants/" + url.PathEscape(p.restaurant) + "/collections/" + url.PathEscape(coll) + "/records/" + url.PathEscape(id) + "/assets"
 			k, b, err := s.fetchListed(ctx, p.restaurant, "asset", coll+"/"+id, path, -1)
 			n, bytes = n+k, bytes+b
-			switch {
-			case IsStatus(err, 404):
+			if IsStatus(err, 404) {
 				continue // deleted since it was mirrored; the next sync brings the tombstone
-			case err != nil:
-				return n, bytes, s.fatalIfUnauthorized(err)
+			}
+			if stop := failed(err); stop != nil {
+				return n, bytes, stop
 			}
 		}
 	}
-	if !p.deliveries || !p.images {
-		return n, bytes, nil
-	}
-	ids, err := s.t.deliveriesMissingImages(ctx, p.restaurant)
-	if err != nil {
-		return n, bytes, err
-	}
-	for _, d := range ids {
-		path := "/v1/restaurants/" + url.PathEscape(p.restaurant) + "/deliveries/" + url.PathEscape(d.id) + "/images"
-		k, b, err := s.fetchListed(ctx, p.restaurant, "delivery-image", d.id, path, d.imageCount)
-		n, bytes = n+k, bytes+b
+	if p.deliveries && p.images {
+		pending, err := s.t.deliveriesMissingImages(ctx, p.restaurant)
 		if err != nil {
-			return n, bytes, s.fatalIfUnauthorized(err)
+			return n, bytes, err
+		}
+		for _, d := range pending {
+			path := "/v1/restaurants/" + url.PathEscape(p.restaurant) + "/deliveries/" + url.PathEscape(d.id) + "/images"
+			k, b, err := s.fetchListed(ctx, p.restaurant, "delivery-image", d.id, path, d.imageCount)
+			n, bytes = n+k, bytes+b
+			if stop := failed(err); stop != nil {
+				return n, bytes, stop
+			}
 		}
 	}
-	return n, bytes, nil
+	return n, bytes, errors.Join(errs...)
 }
 
 // fetchListed lists the files at path and downloads each digest the target
@@ -94,14 +108,18 @@ func (s *Syncer) fetchListed(ctx context.Context, restaurant, source, parent, pa
 			return n, bytes, err
 		}
 		expired := false
+		var errs []error // files that failed; the others of the list go on
 		for _, it := range list.Data {
 			k, err := s.fetchOne(ctx, it)
 			switch {
 			case errors.Is(err, errURLExpired) && attempt == 1:
 				expired = true
 				continue
+			case ctx.Err() != nil:
+				return n, bytes, ctx.Err()
 			case err != nil:
-				return n, bytes, fmt.Errorf("%s %s file %q: %w", source, parent, it.ID, err)
+				errs = append(errs, fmt.Errorf("%s %s file %q: %w", source, parent, it.ID, err))
+				continue
 			}
 			if k > 0 {
 				n, bytes = n+1, bytes+k
@@ -113,6 +131,9 @@ func (s *Syncer) fetchListed(ctx context.Context, restaurant, source, parent, pa
 		if expired {
 			s.log.Info("a signed URL expired; asking for fresh ones", "restaurant", restaurant, "source", source, "parent", parent)
 			continue
+		}
+		if len(errs) > 0 {
+			return n, bytes, errors.Join(errs...)
 		}
 		if want >= 0 && int64(len(list.Data)) >= want {
 			return n, bytes, s.t.markImagesSynced(ctx, restaurant, parent)

@@ -133,6 +133,9 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 	s.prog.Plan(total)
 	var failures []error
 	fail := func(restaurant, stream string, err error) error {
+		if ctx.Err() != nil {
+			return err // interrupted: the stream did not fail, it stopped
+		}
 		sum.Failed++
 		failures = append(failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
 		s.log.Error("stream failed", "restaurant", restaurant, "stream", stream, "error", err.Error())
@@ -140,8 +143,7 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 			s.log.Error("recording the failure", "error", serr.Error())
 		}
 		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Done: true, Failed: true})
-		var fe errFatal
-		if errors.As(err, &fe) || ctx.Err() != nil {
+		if IsFatal(err) {
 			return err
 		}
 		return nil
