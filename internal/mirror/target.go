@@ -396,20 +396,48 @@ const (
 	TombstoneDelete
 )
 
-// applyRecords writes one walk page's records inside tx. A record replaces
-// the stored one only when its sequence is higher, except in a rebuild
-// (force), where the server's answer replaces the copy outright. Every
-// row touched carries gen, so a rebuild can drop what it did not see.
+// applyRecords writes one walk page's records inside tx, in one statement
+// for the page's live records and marked tombstones (one round trip per
+// page, not per record). A record replaces the stored one only when its
+// sequence is higher, except in a rebuild (force), where the server's
+// answer replaces the copy outright; every row a rebuild touches carries
+// its gen, so it can drop at the end what it did not see.
 func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, collection string, recs []Record, mode TombstoneMode, gen int64, force bool) error {
 	tbl := TableName(collection)
+	// A page names each record once; should it not, the highest sequence
+	// wins here, as it would have over two statements (one upsert cannot
+	// touch a row twice).
+	byID := make(map[string]int, len(recs))
+	var upserts []Record
+	for _, r := range recs {
+		if r.Deleted && mode == TombstoneDelete {
+			if err := t.deleteRecord(ctx, tx, tbl, restaurantID, r, force); err != nil {
+				return err
+			}
+			continue
+		}
+		if i, ok := byID[r.ID]; ok {
+			if SequenceHigher(r.Sequence, upserts[i].Sequence) {
+				upserts[i] = r
+			}
+			continue
+		}
+		byID[r.ID] = len(upserts)
+		upserts = append(upserts, r)
+	}
+	if len(upserts) == 0 {
+		return nil
+	}
 	cond := seqHigher("excluded.sequence", tbl+".sequence")
 	if force {
 		cond = "true"
 	}
+	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	values := strings.TrimSuffix(strings.Repeat(row+", ", len(upserts)), ", ")
 	// A tombstone keeps the last data in mark mode (NULL when the record
 	// was never seen alive here).
 	upsert := t.dialect.q(`INSERT INTO ` + tbl + ` (restaurant_id, id, sequence, deleted, data, captured_at, received_at, mutation_id, source_version, payload_version, asset_sha256, walk_gen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES ` + values + `
 		ON CONFLICT (restaurant_id, id) DO UPDATE SET sequence = excluded.sequence, deleted = excluded.deleted,
 			data = CASE WHEN excluded.deleted THEN ` + tbl + `.data ELSE excluded.data END,
 			captured_at = excluded.captured_at, received_at = excluded.received_at, mutation_id = excluded.mutation_id,
@@ -417,42 +445,34 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 			asset_sha256 = CASE WHEN excluded.deleted THEN ` + tbl + `.asset_sha256 ELSE excluded.asset_sha256 END,
 			walk_gen = excluded.walk_gen
 		WHERE ` + cond)
-	stored := t.dialect.q(`SELECT sequence FROM ` + tbl + ` WHERE restaurant_id = ? AND id = ?`)
-	del := t.dialect.q(`DELETE FROM ` + tbl + ` WHERE restaurant_id = ? AND id = ?`)
-	markGen := t.dialect.q(`UPDATE ` + tbl + ` SET walk_gen = ? WHERE restaurant_id = ? AND id = ?`)
-	for _, r := range recs {
-		if r.Deleted && mode == TombstoneDelete {
-			var seq string
-			switch err := tx.QueryRowContext(ctx, stored, restaurantID, r.ID).Scan(&seq); {
-			case errors.Is(err, sql.ErrNoRows):
-				continue // never had it: created and deleted between two syncs
-			case err != nil:
-				return err
-			}
-			if !force && !SequenceHigher(r.Sequence, seq) {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, del, restaurantID, r.ID); err != nil {
-				return err
-			}
-			continue
-		}
+	args := make([]any, 0, 12*len(upserts))
+	for _, r := range upserts {
 		var data any
 		if r.Data != nil {
 			data = string(r.Data)
 		}
-		if _, err := tx.ExecContext(ctx, upsert, restaurantID, r.ID, r.Sequence, r.Deleted, data, r.CapturedAt, r.ReceivedAt,
-			r.MutationID, r.SourceVersion, r.PayloadVersion, nullString(r.AssetSHA256), gen); err != nil {
-			return err
-		}
-		if !force {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, markGen, gen, restaurantID, r.ID); err != nil {
-			return err
-		}
+		args = append(args, restaurantID, r.ID, r.Sequence, r.Deleted, data, r.CapturedAt, r.ReceivedAt,
+			r.MutationID, r.SourceVersion, r.PayloadVersion, nullString(r.AssetSHA256), gen)
 	}
-	return nil
+	_, err := tx.ExecContext(ctx, upsert, args...)
+	return err
+}
+
+// deleteRecord applies a tombstone in delete mode: the row goes when the
+// tombstone is newer (always in a rebuild).
+func (t *Target) deleteRecord(ctx context.Context, tx *sql.Tx, tbl, restaurantID string, r Record, force bool) error {
+	var seq string
+	switch err := tx.QueryRowContext(ctx, t.dialect.q(`SELECT sequence FROM `+tbl+` WHERE restaurant_id = ? AND id = ?`), restaurantID, r.ID).Scan(&seq); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil // never had it: created and deleted between two syncs
+	case err != nil:
+		return err
+	}
+	if !force && !SequenceHigher(r.Sequence, seq) {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+tbl+` WHERE restaurant_id = ? AND id = ?`), restaurantID, r.ID)
+	return err
 }
 
 // dropStale removes, at the end of a rebuild, the rows the rebuild's walk
