@@ -113,6 +113,29 @@ func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM areas WHERE id = 'ghost'`).Scan(&n))
 	require.Zero(t, n, "the rebuild replaced the copy")
+
+	// A server that refuses every cursor it issues (say, replicas with
+	// different cursor keys) fails the stream after one fallback; it does
+	// not loop.
+	s.a.seedAreas(s.writeKey, 250) // a walk of several pages
+	var areas atomic.Int64
+	api := faultProxy(t, s.p.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/collections/areas/records") {
+			return false
+		}
+		areas.Add(1)
+		if r.URL.Query().Get("cursor") == "" {
+			return false
+		}
+		writeProblem(w, r, http.StatusBadRequest, "invalid-request")
+		return true
+	})
+	bad := runSync(t, s.readKey, "--api", api, "--to", target, "--json")
+	require.Equal(t, 1, bad.Code, "stderr:\n%s", bad.Stderr)
+	require.Contains(t, bad.Stderr, "areas: GET /v1/restaurants/demo-bistro/collections/areas/records: 400 invalid-request")
+	require.LessOrEqual(t, areas.Load(), int64(6), "changes cursor refused, a rebuild refused twice, then the stream fails")
+	sync()
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
 }
 
 // faultProxy is an HTTP reverse proxy in front of a real server; inject
@@ -204,6 +227,8 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	require.Equal(t, 0, good.Code, "stderr:\n%s", good.Stderr)
 	require.Equal(t, int64(1), good.summary(t).Files)
 	requireFilesMirrored(t, s.a, target, files, demo.RestaurantID)
+	st := s.a.cliSync("status", "--to", target, "--json")
+	require.NotContains(t, st.Stdout, "lastError", "the files' failure was cleared by the run that fetched them")
 }
 
 // The client rules: a 500 is retried once and then reported with its
@@ -292,6 +317,7 @@ func TestSyncClientRules(t *testing.T) {
 			{"key as a flag", s.readKey, "--key: the key is read from FOODSAFE_API_KEY only", []string{"--api", s.p.URL, "--to", target, "--key", s.readKey}},
 			{"key as --api-key", s.readKey, "--api-key: the key is read from FOODSAFE_API_KEY only", []string{"--api", s.p.URL, "--to", target, "--api-key=" + s.readKey}},
 			{"no key", "", "set FOODSAFE_API_KEY", []string{"--api", s.p.URL, "--to", target}},
+			{"key with a control character", "fsk_abc.\x01def", "FOODSAFE_API_KEY holds a character no API key has", []string{"--api", s.p.URL, "--to", target}},
 			{"no target", s.readKey, "--api and --to are required", []string{"--api", s.p.URL}},
 			{"unknown target", s.readKey, "give sqlite:PATH or a postgres:// URL", []string{"--api", s.p.URL, "--to", "mysql://x"}},
 			{"bad api", s.readKey, "give the service's base URL", []string{"--api", "ftp://x", "--to", target}},

@@ -174,6 +174,9 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	if err := target.Lock(ctx); err != nil {
 		return err
 	}
+	if err := target.SetTombstoneMode(ctx, mode); err != nil {
+		return err
+	}
 	s := mirror.NewSyncer(client, target, mirror.Options{
 		Restaurants: f.restaurants, Collections: f.collections, Files: f.files, FilesDir: f.filesDir,
 		Tombstones: mode, Overlap: f.overlap, DeliveriesSince: since,

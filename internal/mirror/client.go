@@ -55,6 +55,13 @@ type Stats struct {
 	Downloads   int64 `json:"downloads"`    // signed-URL downloads (not API requests)
 }
 
+// since is what the counters added after before.
+func (s Stats) since(before Stats) Stats {
+	return Stats{Requests: s.Requests - before.Requests, RateLimited: s.RateLimited - before.RateLimited,
+		Unavailable: s.Unavailable - before.Unavailable, ServerError: s.ServerError - before.ServerError,
+		Downloads: s.Downloads - before.Downloads}
+}
+
 // APIError is an answer the client gives up on: a problem document from
 // the server, or a failure after its retries.
 type APIError struct {
@@ -90,6 +97,12 @@ func NewClient(base, key string, log *slog.Logger) (*Client, error) {
 	}
 	if u.User != nil || u.RawQuery != "" {
 		return nil, fmt.Errorf("--api: the URL must carry neither credentials nor a query")
+	}
+	for _, r := range key {
+		if r <= ' ' || r > '~' {
+			// Not echoed: it is (part of) a secret.
+			return nil, fmt.Errorf("%s holds a character no API key has (a space, a control character or non-ASCII)", "FOODSAFE_API_KEY")
+		}
 	}
 	return &Client{
 		base: u,
@@ -302,11 +315,17 @@ func (c *Client) backoff(attempt int, atLeast time.Duration) time.Duration {
 	return d
 }
 
-// sleep waits d or until ctx ends.
+// maxWait caps any single pause: a Retry-After or X-RateLimit-Reset
+// beyond it is a server's mistake, not a reason to sleep for days (the
+// request then meets the server's answer again).
+const maxWait = 5 * time.Minute
+
+// sleep waits d (at most maxWait) or until ctx ends.
 func (c *Client) sleep(ctx context.Context, reason string, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	d = min(d, maxWait)
 	if c.OnWait != nil {
 		c.OnWait(reason, d)
 	}

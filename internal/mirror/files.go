@@ -229,7 +229,7 @@ func download(ctx context.Context, it fileItem, dst string) (int64, error) {
 // recordsMissingFiles are the live records of a collection whose uploaded
 // asset's digest the target has not stored.
 func (t *Target) recordsMissingFiles(ctx context.Context, restaurant, coll string) ([]string, error) {
-	tbl := TableName(coll)
+	tbl := quotedTable(coll)
 	return t.strings(ctx, `SELECT id FROM `+tbl+` WHERE restaurant_id = ? AND NOT deleted AND asset_sha256 IS NOT NULL
 		AND NOT EXISTS (SELECT 1 FROM files WHERE files.sha256 = `+tbl+`.asset_sha256) ORDER BY id`, restaurant)
 }

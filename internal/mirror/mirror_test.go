@@ -2,9 +2,13 @@ package mirror
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +123,95 @@ func TestTTYProgressRedraws(t *testing.T) {
 	p.Done(Summary{Streams: 2, Records: 150})
 	if !strings.Contains(b.String(), "2 streams (0 failed)") {
 		t.Errorf("summary: %q", b.String())
+	}
+}
+
+// applyPage applies recs to a fresh SQLite target's areas table.
+func applyPage(t *testing.T, tg *Target, mode TombstoneMode, recs ...Record) {
+	t.Helper()
+	ctx := context.Background()
+	if err := tg.ensureCollectionTable(ctx, "areas"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.tx(ctx, func(tx *sql.Tx) error { return tg.applyRecords(ctx, tx, "r1", "areas", recs, mode, 0, false) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func areaRows(t *testing.T, tg *Target) map[string]string {
+	t.Helper()
+	rows, err := tg.db.Query(`SELECT id, sequence || CASE WHEN deleted THEN '-deleted' ELSE '' END FROM areas`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+func rec(id, seq string, deleted bool) Record {
+	r := Record{ID: id, Sequence: seq, Deleted: deleted, MutationID: "m" + seq, PayloadVersion: 1}
+	if !deleted {
+		r.Data = []byte(`{"name":"` + id + seq + `"}`)
+	}
+	return r
+}
+
+// A page naming a record twice keeps its latest state, in both modes and
+// whether the latest is a tombstone or not; older states never win.
+func TestApplyRecordsLatestWins(t *testing.T) {
+	for _, mode := range []TombstoneMode{TombstoneMark, TombstoneDelete} {
+		tg, err := OpenTarget(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		applyPage(t, tg, mode, rec("x", "3", false), rec("y", "3", false))
+		applyPage(t, tg, mode, rec("x", "5", false), rec("x", "6", true), rec("y", "9", false), rec("y", "8", true), rec("z", "2", false))
+		applyPage(t, tg, mode, rec("z", "1", false)) // older: ignored
+		want := map[string]string{"x": "6-deleted", "y": "9", "z": "2"}
+		if mode == TombstoneDelete {
+			delete(want, "x")
+		}
+		if got := areaRows(t, tg); !reflect.DeepEqual(got, want) {
+			t.Errorf("mode %d: %v, want %v", mode, got, want)
+		}
+		tg.Close()
+	}
+}
+
+// Switching a target from marking tombstones to deleting them removes the
+// rows already marked; switching back keeps them gone.
+func TestTombstoneModeSwitch(t *testing.T) {
+	ctx := context.Background()
+	tg, err := OpenTarget(ctx, "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := tg.SetTombstoneMode(ctx, TombstoneMark); err != nil {
+		t.Fatal(err)
+	}
+	applyPage(t, tg, TombstoneMark, rec("x", "1", false), rec("y", "2", true))
+	if err := tg.putState(ctx, tg.db, "r1", "areas", StreamState{ChangesCursor: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.SetTombstoneMode(ctx, TombstoneDelete); err != nil {
+		t.Fatal(err)
+	}
+	if got := areaRows(t, tg); !reflect.DeepEqual(got, map[string]string{"x": "1"}) {
+		t.Errorf("after switching to delete: %v", got)
+	}
+	if err := tg.SetTombstoneMode(ctx, TombstoneMark); err != nil {
+		t.Fatal(err)
+	}
+	if got := areaRows(t, tg); !reflect.DeepEqual(got, map[string]string{"x": "1"}) {
+		t.Errorf("after switching back: %v", got)
 	}
 }

@@ -59,7 +59,7 @@ func (t *Target) Status(ctx context.Context) (Status, error) {
 			if !collectionName.MatchString(s.Stream) {
 				continue
 			}
-			tbl = TableName(s.Stream)
+			tbl = quotedTable(s.Stream)
 			if err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT count(*) FROM `+tbl+` WHERE restaurant_id = ? AND deleted`), s.Restaurant).Scan(&s.Deleted); err != nil {
 				return st, err
 			}

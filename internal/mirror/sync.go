@@ -18,7 +18,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -48,11 +47,12 @@ type Options struct {
 
 // Syncer mirrors what a key reads into a target.
 type Syncer struct {
-	c    *Client
-	t    *Target
-	o    Options
-	log  *slog.Logger
-	prog Progress
+	c      *Client
+	t      *Target
+	o      Options
+	log    *slog.Logger
+	prog   Progress
+	before Stats // the client's counters when the run began
 }
 
 // NewSyncer builds a syncer.
@@ -97,6 +97,10 @@ func IsFatal(err error) bool {
 // table name (the server's 24 all do).
 var collectionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
+// reservedTables are the mirror's own tables, which no collection's table
+// may take.
+var reservedTables = map[string]bool{"sync_state": true, "deliveries": true, "files": true, "file_links": true, "mirror_meta": true}
+
 // fileCollections carry files (spec 4.4).
 var fileCollections = []string{"cleaning-task-pictures", "traceability-labels", "drive-files"}
 
@@ -118,6 +122,7 @@ type plan struct {
 func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 	start := time.Now()
 	var sum Summary
+	s.before = s.c.Stats() // the client counts across runs (--every)
 	plans, err := s.plan(ctx)
 	if err != nil {
 		return s.finish(sum, start), s.fatalIfUnauthorized(err)
@@ -175,6 +180,9 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 			n, bytes, err := s.syncFiles(ctx, p)
 			sum.Files += n
 			sum.FileBytes += bytes
+			if err == nil {
+				err = s.t.ClearError(ctx, p.restaurant, "files")
+			}
 			if err != nil {
 				if ferr := fail(p.restaurant, "files", err); ferr != nil {
 					return s.finish(sum, start), errors.Join(failures...)
@@ -186,7 +194,7 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 }
 
 func (s *Syncer) finish(sum Summary, start time.Time) Summary {
-	sum.Stats = s.c.Stats()
+	sum.Stats = s.c.Stats().since(s.before)
 	sum.DurationMS = time.Since(start).Milliseconds()
 	s.prog.Done(sum)
 	return sum
@@ -217,18 +225,32 @@ func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 			return nil, fmt.Errorf("the key does not reach restaurant %q (it reaches %d restaurant(s); see GET /v1/restaurants)", r, len(page.Data))
 		}
 		p := plan{restaurant: r}
-		readable := map[string]bool{}
 		for _, sc := range g.Scopes {
 			switch sc {
 			case "deliveries:read":
 				p.deliveries = true
 			case "delivery-images:read":
 				p.images = true
-			default:
-				if c, ok := strings.CutSuffix(sc, ":read"); ok && collectionName.MatchString(c) {
-					readable[c] = true
-				}
 			}
+		}
+		// The collections the key reads are the collection list's (spec
+		// 4.4), not guessed from scope names: a scope the service adds for
+		// something else must not become a stream.
+		var list struct {
+			Data []struct {
+				Collection string `json:"collection"`
+			} `json:"data"`
+		}
+		if err := s.c.Get(ctx, "/v1/restaurants/"+url.PathEscape(r)+"/collections", nil, &list); err != nil {
+			return nil, err
+		}
+		readable := map[string]bool{}
+		for _, d := range list.Data {
+			if !collectionName.MatchString(d.Collection) || reservedTables[TableName(d.Collection)] {
+				s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", r, "collection", d.Collection)
+				continue
+			}
+			readable[d.Collection] = true
 		}
 		if len(s.o.Collections) > 0 {
 			for _, c := range s.o.Collections {
@@ -324,6 +346,7 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 		return 0, 0, err
 	}
 	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/collections/" + url.PathEscape(coll) + "/records"
+	refused := 0 // cursors refused this run: one fallback, not a loop
 	for {
 		kind, cursor := st.WalkKind, st.WalkCursor
 		if cursor == "" {
@@ -342,7 +365,8 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 		err := s.c.Get(ctx, path, q, &page)
 		switch {
 		case err == nil:
-		case cursor != "" && IsStatus(err, 400):
+		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
+			refused++
 			st = s.cursorRefused(restaurant, coll, st, cursor, err)
 			continue
 		default:
@@ -401,6 +425,12 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 		}
 	}
 }
+
+// maxRefusals is how many refused cursors a stream survives in one run:
+// an expired walk cursor, then a refused changes cursor. A server that
+// keeps refusing the cursors it issues (replicas with different cursor
+// keys, a proxy altering them) fails the stream instead of looping.
+const maxRefusals = 2
 
 // cursorRefused decides what to walk after the server refused a stored
 // cursor with 400: an expired walk cursor falls back to the changes cursor
@@ -470,6 +500,7 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 		st.WindowTo, st.WalkCursor = &wt, ""
 	}
 	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/deliveries"
+	refused := 0
 	for {
 		q := url.Values{"from": {strconv.FormatInt(*st.WindowFrom, 10)}, "to": {strconv.FormatInt(*st.WindowTo, 10)}, "limit": {strconv.Itoa(PageSize)}}
 		if st.WalkCursor != "" {
@@ -479,7 +510,8 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 		err := s.c.Get(ctx, path, q, &page)
 		switch {
 		case err == nil:
-		case st.WalkCursor != "" && IsStatus(err, 400):
+		case st.WalkCursor != "" && IsStatus(err, 400) && refused < maxRefusals:
+			refused++
 			s.log.Warn("delivery cursor refused; walking the window again", "restaurant", restaurant, "error", err.Error())
 			st.WalkCursor = ""
 			continue

@@ -165,6 +165,10 @@ func redactURL(s string) string {
 // as underscores (temperature-records -> temperature_records).
 func TableName(collection string) string { return strings.ReplaceAll(collection, "-", "_") }
 
+// quotedTable is TableName as a quoted identifier, for SQL: a collection
+// named like a keyword (order, group) still names its table.
+func quotedTable(collection string) string { return `"` + TableName(collection) + `"` }
+
 // schemaVersion is bumped when the schema below changes; the target keeps
 // it in mirror_meta.
 const schemaVersion = 1
@@ -247,7 +251,7 @@ func (t *Target) ensureCollectionTable(ctx context.Context, collection string) e
 		// Digit strings compare as numbers by length, then bytewise.
 		jsonType, seqType = "JSONB", `TEXT COLLATE "C"`
 	}
-	tbl := TableName(collection)
+	name, tbl := TableName(collection), quotedTable(collection)
 	for _, s := range []string{
 		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
 			restaurant_id   TEXT NOT NULL,
@@ -263,10 +267,10 @@ func (t *Target) ensureCollectionTable(ctx context.Context, collection string) e
 			asset_sha256    TEXT,
 			walk_gen        BIGINT NOT NULL DEFAULT 0,
 			PRIMARY KEY (restaurant_id, id))`,
-		`CREATE INDEX IF NOT EXISTS ` + tbl + `_asset_idx ON ` + tbl + ` (asset_sha256)`,
+		`CREATE INDEX IF NOT EXISTS "` + name + `_asset_idx" ON ` + tbl + ` (asset_sha256)`,
 	} {
 		if _, err := t.db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("creating table %s: %w", tbl, err)
+			return fmt.Errorf("creating table %s: %w", name, err)
 		}
 	}
 	return nil
@@ -359,6 +363,63 @@ func (t *Target) SetError(ctx context.Context, restaurantID, stream, msg string)
 	return t.putState(ctx, t.db, restaurantID, stream, s)
 }
 
+// SetTombstoneMode records the run's tombstone mode. Switching a target
+// from mark to delete removes the rows already marked deleted (they would
+// otherwise stay forever: no later tombstone is newer than theirs);
+// switching back keeps what was deleted deleted.
+func (t *Target) SetTombstoneMode(ctx context.Context, mode TombstoneMode) error {
+	want := "mark"
+	if mode == TombstoneDelete {
+		want = "delete"
+	}
+	return t.tx(ctx, func(tx *sql.Tx) error {
+		var had string
+		err := tx.QueryRowContext(ctx, `SELECT value FROM mirror_meta WHERE name = 'tombstones'`).Scan(&had)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case had == want:
+			return nil
+		}
+		if had == "mark" && want == "delete" {
+			rows, err := tx.QueryContext(ctx, `SELECT DISTINCT stream FROM sync_state WHERE stream NOT IN ('deliveries', 'files')`)
+			if err != nil {
+				return err
+			}
+			var streams []string
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					rows.Close()
+					return err
+				}
+				if collectionName.MatchString(c) {
+					streams = append(streams, c)
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, c := range streams {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM `+quotedTable(c)+` WHERE deleted`); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('tombstones', ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`), want)
+		return err
+	})
+}
+
+// ClearError clears a stream's recorded failure, if it has a state row.
+func (t *Target) ClearError(ctx context.Context, restaurantID, stream string) error {
+	_, err := t.db.ExecContext(ctx, t.dialect.q(`UPDATE sync_state SET last_error = NULL WHERE restaurant_id = ? AND stream = ?`), restaurantID, stream)
+	return err
+}
+
 // execer is a transaction or the database.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -403,26 +464,30 @@ const (
 // answer replaces the copy outright; every row a rebuild touches carries
 // its gen, so it can drop at the end what it did not see.
 func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, collection string, recs []Record, mode TombstoneMode, gen int64, force bool) error {
-	tbl := TableName(collection)
+	tbl := quotedTable(collection)
 	// A page names each record once; should it not, the highest sequence
 	// wins here, as it would have over two statements (one upsert cannot
 	// touch a row twice).
 	byID := make(map[string]int, len(recs))
-	var upserts []Record
+	var latest []Record
 	for _, r := range recs {
+		if i, ok := byID[r.ID]; ok {
+			if SequenceHigher(r.Sequence, latest[i].Sequence) {
+				latest[i] = r
+			}
+			continue
+		}
+		byID[r.ID] = len(latest)
+		latest = append(latest, r)
+	}
+	var upserts []Record
+	for _, r := range latest {
 		if r.Deleted && mode == TombstoneDelete {
 			if err := t.deleteRecord(ctx, tx, tbl, restaurantID, r, force); err != nil {
 				return err
 			}
 			continue
 		}
-		if i, ok := byID[r.ID]; ok {
-			if SequenceHigher(r.Sequence, upserts[i].Sequence) {
-				upserts[i] = r
-			}
-			continue
-		}
-		byID[r.ID] = len(upserts)
 		upserts = append(upserts, r)
 	}
 	if len(upserts) == 0 {
@@ -478,7 +543,7 @@ func (t *Target) deleteRecord(ctx context.Context, tx *sql.Tx, tbl, restaurantID
 // dropStale removes, at the end of a rebuild, the rows the rebuild's walk
 // did not bring: the server no longer has them (its data was restored).
 func (t *Target) dropStale(ctx context.Context, tx *sql.Tx, restaurantID, collection string, gen int64) (int64, error) {
-	res, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+TableName(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
+	res, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+quotedTable(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
 	if err != nil {
 		return 0, err
 	}
