@@ -17,35 +17,43 @@ import (
 )
 
 var (
-	cliOnce sync.Once
-	cliDir  string
-	cliPath string
-	cliErr  error
+	binDirOnce sync.Once
+	binDir     string
+	binDirErr  error
 )
 
-// foodsafeBinary builds cmd/foodsafe once per test run: the CLI is a
-// contract (exit status, stdout vs stderr), so it is tested as operators
-// run it.
-func foodsafeBinary(t testing.TB) string {
-	t.Helper()
-	cliOnce.Do(func() {
-		cliDir, cliErr = os.MkdirTemp("", "foodsafe-cli-")
-		if cliErr != nil {
-			return
-		}
-		cliPath = filepath.Join(cliDir, "foodsafe")
-		out, err := exec.Command("go", "build", "-o", cliPath, "../cmd/foodsafe").CombinedOutput()
-		if err != nil {
-			cliErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, cliErr, "build cmd/foodsafe")
-	return cliPath
+// builtCommand is one of our commands, built once per test run into a
+// temporary directory (removed by TestMain): commands are contracts (exit
+// status, stdout vs stderr), so they are tested as they are run.
+type builtCommand struct {
+	pkg  string // e.g. ../cmd/foodsafe
+	once sync.Once
+	path string
+	err  error
 }
 
+func (b *builtCommand) binary(t testing.TB) string {
+	t.Helper()
+	binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "foodsafe-cli-") })
+	require.NoError(t, binDirErr)
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, filepath.Base(b.pkg))
+		if out, err := exec.Command("go", "build", "-o", b.path, b.pkg).CombinedOutput(); err != nil {
+			b.err = errors.New(string(out))
+		}
+	})
+	require.NoError(t, b.err, "build %s", b.pkg)
+	return b.path
+}
+
+var foodsafeCommand = &builtCommand{pkg: "../cmd/foodsafe"}
+
+// foodsafeBinary is cmd/foodsafe, as operators run it.
+func foodsafeBinary(t testing.TB) string { return foodsafeCommand.binary(t) }
+
 func removeCLI() {
-	if cliDir != "" {
-		_ = os.RemoveAll(cliDir)
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -29,27 +28,10 @@ import (
 	"github.com/foodsafe/foodsafe/internal/mirror"
 )
 
-var (
-	syncOnce sync.Once
-	syncPath string
-	syncErr  error
-)
+var syncCommand = &builtCommand{pkg: "../cmd/foodsafe-sync"}
 
-// syncBinary builds cmd/foodsafe-sync once per test run, next to the
-// foodsafe binary: it is tested as partners run it.
-func syncBinary(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Dir(foodsafeBinary(t))
-	syncOnce.Do(func() {
-		syncPath = filepath.Join(dir, "foodsafe-sync")
-		out, err := exec.Command("go", "build", "-o", syncPath, "../cmd/foodsafe-sync").CombinedOutput()
-		if err != nil {
-			syncErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, syncErr, "build cmd/foodsafe-sync")
-	return syncPath
-}
+// syncBinary is cmd/foodsafe-sync, as partners run it.
+func syncBinary(t testing.TB) string { return syncCommand.binary(t) }
 
 // syncEvent is one --json progress line.
 type syncEvent struct {

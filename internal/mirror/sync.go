@@ -301,8 +301,10 @@ type walkPage struct {
 // today's servers send at most 19).
 var digits = regexp.MustCompile(`^[0-9]{1,64}$`)
 
-// record checks an envelope and turns it into a stored record.
-func (e envelope) record() (Record, error) {
+// record checks an envelope and turns it into a stored record; withFiles
+// says the collection carries files, so data.asset is read (other
+// collections' data is not parsed at all).
+func (e envelope) record(withFiles bool) (Record, error) {
 	if e.ID == "" || !digits.MatchString(e.Sequence) {
 		return Record{}, fmt.Errorf("record %q: malformed id or sequence %q", e.ID, e.Sequence)
 	}
@@ -318,6 +320,9 @@ func (e envelope) record() (Record, error) {
 			return Record{}, fmt.Errorf("record %q: a live record without data", e.ID)
 		}
 		r.Data = e.Data
+		if !withFiles {
+			return r, nil
+		}
 		var a struct {
 			Asset *struct {
 				Status string `json:"status"`
@@ -347,6 +352,7 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 	}
 	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/collections/" + url.PathEscape(coll) + "/records"
 	refused := 0 // cursors refused this run: one fallback, not a loop
+	withFiles := slices.Contains(fileCollections, coll)
 	for {
 		kind, cursor := st.WalkKind, st.WalkCursor
 		if cursor == "" {
@@ -374,7 +380,7 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 		}
 		recs := make([]Record, 0, len(page.Data))
 		for _, e := range page.Data {
-			r, err := e.record()
+			r, err := e.record(withFiles)
 			if err != nil {
 				return records, pages, err
 			}

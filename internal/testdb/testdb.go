@@ -99,20 +99,28 @@ func URL(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("testdb: template: %v", templateErr)
 	}
+	return newDatabase(t, serverURL, "foodsafe_test_", templateName)
+}
+
+// newDatabase creates a database named prefix and random letters from
+// template on the server of admin, dropped when the test ends, and
+// returns its connection string.
+func newDatabase(t testing.TB, admin, prefix, template string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := "foodsafe_test_" + strings.ToLower(randText()[:16])
-	if err := adminExec(ctx, serverURL, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(templateName)); err != nil {
+	name := prefix + strings.ToLower(randText()[:16])
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(template)); err != nil {
 		t.Fatalf("testdb: create %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := adminExec(ctx, serverURL, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
+		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
 			t.Errorf("testdb: drop %s: %v", name, err)
 		}
 	})
-	return withDatabase(serverURL, name)
+	return withDatabase(admin, name)
 }
 
 // EmptyURL creates an empty database (no foodsafe schema) on the same
@@ -128,20 +136,7 @@ func EmptyURL(t testing.TB) string {
 		}
 		admin = serverURL
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	name := "foodsafe_empty_" + strings.ToLower(randText()[:16])
-	if err := adminExec(ctx, admin, "CREATE DATABASE "+ident(name)+" TEMPLATE template0"); err != nil {
-		t.Fatalf("testdb: create %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
-			t.Errorf("testdb: drop %s: %v", name, err)
-		}
-	})
-	return withDatabase(admin, name)
+	return newDatabase(t, admin, "foodsafe_empty_", "template0")
 }
 
 func resolveServer() {
