@@ -45,14 +45,20 @@ func (a *app) opsURL() string {
 // client that has read a whole answer finds it counted.
 func (a *app) scrape() families {
 	a.t.Helper()
-	res, err := http.Get(a.opsURL() + "/metrics")
-	require.NoError(a.t, err)
+	return scrapeURL(a.t, a.opsURL())
+}
+
+// scrapeURL scrapes the operator listener at base (a serve process's).
+func scrapeURL(t testing.TB, base string) families {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
 	defer res.Body.Close()
-	require.Equal(a.t, http.StatusOK, res.StatusCode)
-	require.Contains(a.t, res.Header.Get("Content-Type"), "text/plain")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, res.Header.Get("Content-Type"), "text/plain")
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	f, err := p.TextToMetricFamilies(res.Body)
-	require.NoError(a.t, err)
+	require.NoError(t, err)
 	return f
 }
 

@@ -18,9 +18,12 @@ import (
 // serveProc is one `foodsafe serve` process, built and run as operators
 // run it, listening on a loopback port of its own choosing.
 type serveProc struct {
-	URL  string
-	cmd  *exec.Cmd
-	logs *logBuffer
+	URL string
+	// metrics delivers the operator listener's address once (metricsURL).
+	metrics    chan string
+	metricsURL string
+	cmd        *exec.Cmd
+	logs       *logBuffer
 }
 
 // startServe runs the binary with env on top of this process's
@@ -37,7 +40,7 @@ func startServe(t testing.TB, env ...string) *serveProc {
 	cmd.Stderr = cmd.Stdout // the JSON log goes to stderr
 	require.NoError(t, cmd.Start())
 	p := &serveProc{cmd: cmd, logs: &logBuffer{}}
-	listening := make(chan string, 1)
+	listening, metrics := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -45,9 +48,12 @@ func startServe(t testing.TB, env ...string) *serveProc {
 			line := sc.Text()
 			_, _ = p.logs.Write([]byte(line + "\n"))
 			var l struct{ Msg, Addr, Listener string }
-			// The API's line, not the operator listener's (listener=metrics).
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Listener == "" {
-				listening <- l.Addr
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
+				if l.Listener == "metrics" {
+					metrics <- l.Addr
+				} else {
+					listening <- l.Addr
+				}
 			}
 		}
 		close(listening)
@@ -58,8 +64,24 @@ func startServe(t testing.TB, env ...string) *serveProc {
 		require.Fail(t, "foodsafe serve exited before listening", "output:\n%s", p.logs.String())
 	}
 	p.URL = "http://" + addr
+	p.metrics = metrics
 	t.Cleanup(func() { p.stop(t) })
 	return p
+}
+
+// opsURL is the base URL of the process's operator listener (/metrics),
+// which logs its address on its own goroutine.
+func (p *serveProc) opsURL(t testing.TB) string {
+	t.Helper()
+	if p.metricsURL == "" {
+		select {
+		case m := <-p.metrics:
+			p.metricsURL = "http://" + m
+		case <-time.After(10 * time.Second):
+			require.Fail(t, "foodsafe serve did not log its operator listener", "output:\n%s", p.logs.String())
+		}
+	}
+	return p.metricsURL
 }
 
 // stop ends the process gracefully, then waits for it.

@@ -49,6 +49,8 @@ type App struct {
 	// Serve runs it every FOODSAFE_MAINTENANCE_INTERVAL.
 	Maintenance *maintain.Runner
 	log         *slog.Logger
+	// stopKeys stops the key cache's listener.
+	stopKeys func()
 }
 
 // Options carry what only tests change.
@@ -82,6 +84,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}
 	undo = append(undo, st.Close)
 	m.WatchPool(st.Pool().Stat)
+	stopKeys := func() {}
+	if cfg.KeyCache {
+		stopKeys = st.StartKeyCache(log)
+		undo = append(undo, stopKeys)
+	}
+	m.WatchKeyCache(st.KeyCacheStats)
 	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log, m)
 	if err != nil {
 		return nil, err
@@ -112,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		return nil, err
 	}
 	jobs := maintain.New(st, blobs, log, m, MaintenanceSettings(cfg), cfg.MaintenanceInterval, o.Now)
-	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Blobs: blobs, Metrics: m, Maintenance: jobs, log: log}, nil
+	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Blobs: blobs, Metrics: m, Maintenance: jobs, log: log, stopKeys: stopKeys}, nil
 }
 
 // MaintenanceSettings are the maintenance jobs' settings in cfg.
@@ -167,6 +175,7 @@ func (a *App) Close(ctx context.Context) error {
 		a.log.Error("audit flush on shutdown incomplete", "error", err)
 	}
 	err = errors.Join(err, a.Limiter.Close())
+	a.stopKeys()
 	a.Store.Close()
 	return err
 }

@@ -30,17 +30,32 @@ func (k KeyInfo) State(now time.Time) string {
 }
 
 // KeyForAuth loads a key and its grants by public id, or nil when no key
-// has that id.
+// has that id. Answered from the key cache when it is on (keycache.go);
+// the record returned is shared and must not be modified.
 func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
+	rec, gen, cached := s.keys.get(publicID, time.Now())
+	switch {
+	case rec != nil:
+		s.keys.hits.Add(1)
+		return rec, nil
+	case cached:
+		s.keys.misses.Add(1)
+	default:
+		s.keys.bypasses.Add(1)
+	}
 	r, err := s.q.KeyAuthLookup(ctx, publicID)
 	if ok, err := found(err); !ok {
 		return nil, err
 	}
-	return &auth.KeyRecord{
+	rec = &auth.KeyRecord{
 		ID: r.ID, PublicID: r.PublicID, SecretDigest: r.SecretSha256,
 		ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
 		Grants: zipGrants(r.GrantRestaurants, r.GrantScopes),
-	}, nil
+	}
+	if cached {
+		s.keys.put(publicID, rec, gen)
+	}
+	return rec, nil
 }
 
 // zipGrants folds the parallel (restaurant, scope) arrays of a grant query,
@@ -96,21 +111,28 @@ func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
 	return out, nil
 }
 
-// KeyRevoke revokes a key from now on.
+// KeyRevoke revokes a key from now on. When it returns, no server
+// accepts the key any more (keyCommand).
 func (s *Store) KeyRevoke(ctx context.Context, publicID string) (time.Time, error) {
-	t, err := s.q.KeyRevoke(ctx, db.KeyRevokeParams{PublicID: publicID, RevokedAt: time.Now()})
-	switch ok, err := found(err); {
-	case err != nil:
-		return time.Time{}, err
-	case !ok:
-		return time.Time{}, noSuchKey(publicID)
-	}
-	return *t, nil
+	var at time.Time
+	err := s.keyCommand(ctx, func(q *db.Queries) error {
+		t, err := q.KeyRevoke(ctx, db.KeyRevokeParams{PublicID: publicID, RevokedAt: time.Now()})
+		switch ok, err := found(err); {
+		case err != nil:
+			return err
+		case !ok:
+			return noSuchKey(publicID)
+		}
+		at = *t
+		return nil
+	})
+	return at, err
 }
 
-// KeyGrant adds grants to an existing key (idempotent per scope).
+// KeyGrant adds grants to an existing key (idempotent per scope); every
+// server honours them when it returns (keyCommand).
 func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Grant) error {
-	return s.inTx(ctx, func(q *db.Queries) error {
+	return s.keyCommand(ctx, func(q *db.Queries) error {
 		k, err := keyByPublicID(ctx, q, publicID)
 		if err != nil {
 			return err
@@ -134,10 +156,11 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 
 // KeyUngrant removes scopes (all of them when scopes is empty) of one
 // restaurant from a key, reporting how many grants went away. Session
-// tokens carrying a removed grant are deleted with it.
+// tokens carrying a removed grant are deleted with it. When it returns,
+// no server lets the key use what was removed (keyCommand).
 func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, scopes []string) (int64, error) {
 	var n int64
-	err := s.inTx(ctx, func(q *db.Queries) error {
+	err := s.keyCommand(ctx, func(q *db.Queries) error {
 		k, err := keyByPublicID(ctx, q, publicID)
 		if err != nil {
 			return err

@@ -21,6 +21,8 @@ type Store struct {
 	// citus is whether the database has the citus extension, which picks
 	// ingest's statements (applyChange): 0 not known yet, 1 no, 2 yes.
 	citus atomic.Int32
+	// keys caches key lookups while StartKeyCache's listener runs.
+	keys keyCache
 }
 
 // PlannerSettings are set on every connection the service opens (as

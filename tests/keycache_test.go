@@ -1,0 +1,227 @@
+package tests
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+// waitUntil polls cond on the test goroutine until it holds, failing the
+// test if it does not within 30 seconds. It waits for an event (a
+// listener up or down, a change heard); it never asserts a duration.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			require.Fail(t, "timed out waiting: "+what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// keyCacheOf reads a serve process's key cache metrics.
+func keyCacheOf(t testing.TB, p *serveProc) (live, hits, changes float64) {
+	f := scrapeURL(t, p.opsURL(t))
+	return f.value("foodsafe_key_cache_live"), f.value("foodsafe_key_cache_lookups_total", "result", "hit"),
+		f.value("foodsafe_key_cache_changes_heard_total")
+}
+
+// Two `foodsafe serve` processes with their key caches on: a key command
+// run by the CLI (a third process) returns only once both refuse the old
+// key or honour the new grant, a DBA's hand edit is heard by both, and a
+// server frozen while a key is revoked does not answer from its cache
+// when it wakes up.
+func TestKeyCacheAcrossServers(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1", "r2")
+	env := []string{"DATABASE_URL=" + a.cfg.DatabaseURL, "FOODSAFE_CURSOR_KEY=" + rand.Text() + rand.Text(), "FOODSAFE_RATE_LIMIT=100000"}
+	procs := []*serveProc{startServe(t, env...), startServe(t, env...)}
+	reps := []*app{a.replica(procs[0]), a.replica(procs[1])}
+	for _, p := range procs {
+		waitUntil(t, "the key cache to go live", func() bool { live, _, _ := keyCacheOf(t, p); return live == 1 })
+	}
+	// newKey creates a key and waits until both servers have heard its
+	// creation (which drops their caches, and would race warm).
+	newKey := func(t *testing.T, grants ...auth.Grant) string {
+		t.Helper()
+		var before [2]float64
+		for i, p := range procs {
+			_, _, before[i] = keyCacheOf(t, p)
+		}
+		key := a.newKey(grants...)
+		for i, p := range procs {
+			waitUntil(t, "the key's creation to be heard", func() bool { _, _, c := keyCacheOf(t, p); return c > before[i] })
+		}
+		return key
+	}
+	// warm authenticates key twice on every server and checks the second
+	// time came from the cache: without it the rest proves nothing.
+	warm := func(t *testing.T, key, path string) {
+		t.Helper()
+		for i, r := range reps {
+			_, before, _ := keyCacheOf(t, procs[i])
+			require.Equal(t, http.StatusOK, r.getAs(key, path).Status)
+			require.Equal(t, http.StatusOK, r.getAs(key, path).Status)
+			_, after, _ := keyCacheOf(t, procs[i])
+			require.Greater(t, after, before, "server %d answered from its key cache", i)
+		}
+	}
+
+	t.Run("keys revoke through the CLI: refused by both servers when it returns", func(t *testing.T) {
+		key := newKey(t, grant("r1", "areas:read"))
+		warm(t, key, "/v1/restaurants")
+		started := time.Now()
+		res := a.cli("keys", "revoke", publicID(t, key))
+		require.Equal(t, 0, res.Code, res.Stderr)
+		t.Logf("keys revoke with two listening servers took %v (process start included)", time.Since(started))
+		for _, r := range reps {
+			requireProblem(t, r.getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+		}
+	})
+
+	t.Run("ungrant and grant through the CLI: honoured by both servers when they return", func(t *testing.T) {
+		key := newKey(t, grant("r1", "areas:read"), grant("r2", "areas:read"))
+		warm(t, key, "/v1/restaurants/r2/collections/areas/records")
+		require.Equal(t, 0, a.cli("keys", "ungrant", publicID(t, key), "r2").Code)
+		for _, r := range reps {
+			requireProblem(t, r.getAs(key, "/v1/restaurants/r2/collections/areas/records"), http.StatusNotFound, "not-found")
+		}
+		require.Equal(t, 0, a.cli("keys", "grant", publicID(t, key), "--grant", "r2=areas:read").Code)
+		for _, r := range reps {
+			require.Equal(t, http.StatusOK, r.getAs(key, "/v1/restaurants/r2/collections/areas/records").Status)
+		}
+	})
+
+	t.Run("a hand edit in SQL is heard by both servers", func(t *testing.T) {
+		key := newKey(t, grant("r1", "areas:read"))
+		warm(t, key, "/v1/restaurants")
+		var before [2]float64
+		for i, p := range procs {
+			_, _, before[i] = keyCacheOf(t, p)
+		}
+		edited := time.Now()
+		_, err := a.store().Pool().Exec(context.Background(), `UPDATE api_keys SET revoked_at = now() WHERE public_id = $1`, publicID(t, key))
+		require.NoError(t, err)
+		for i, p := range procs {
+			waitUntil(t, "the change to be heard", func() bool { _, _, c := keyCacheOf(t, p); return c > before[i] })
+			requireProblem(t, reps[i].getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+		}
+		t.Logf("a hand edit was heard by both servers within %v of its commit (scrapes included)", time.Since(edited))
+	})
+
+	t.Run("a server frozen during a revocation does not use its cache when it wakes", func(t *testing.T) {
+		key := newKey(t, grant("r1", "areas:read"))
+		warm(t, key, "/v1/restaurants")
+		frozen := procs[1]
+		require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGSTOP))
+		started := time.Now()
+		_, err := a.store().KeyRevoke(context.Background(), publicID(t, key))
+		waited := time.Since(started)
+		require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+		require.NoError(t, err)
+		// The frozen server could not echo, so the command waited out the
+		// silence bound; the server's first request after waking must not
+		// trust a cache it has not proved since.
+		require.GreaterOrEqual(t, waited, time.Second, "the command waited for the frozen server")
+		requireProblem(t, reps[1].getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+		requireProblem(t, reps[0].getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+	})
+}
+
+// One server's store whose connections (the listener's included) pass
+// through a fault proxy, and an administrator's store that reaches
+// PostgreSQL directly: while the listener is cut off, the cache is not
+// used, and what changed meanwhile is not served from it afterwards.
+func TestKeyCacheWhileTheListenerIsDown(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	admin := a.store()
+	proxy, proxied := newDBProxy(t, a.cfg.DatabaseURL)
+	ctx := context.Background()
+	st, err := store.Open(ctx, proxied)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	stop := st.StartKeyCache(slog.New(slog.DiscardHandler))
+	t.Cleanup(stop)
+	waitUntil(t, "the key cache to go live", func() bool { return st.KeyCacheStats().Live })
+
+	lookup := func(key string) (*auth.KeyRecord, error) {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return st.KeyForAuth(ctx, publicID(t, key))
+	}
+	// newKey creates a key and waits until the listener has heard its
+	// creation (which drops the cache), then caches it.
+	newKey := func(t *testing.T) string {
+		t.Helper()
+		heard := st.KeyCacheStats().Changes
+		key := a.newKey(grant("r1", "areas:read"))
+		waitUntil(t, "the key's creation to be heard", func() bool { return st.KeyCacheStats().Changes > heard })
+		hits := st.KeyCacheStats().Hits
+		for range 2 {
+			rec, err := lookup(key)
+			require.NoError(t, err)
+			require.Nil(t, rec.RevokedAt)
+		}
+		require.Equal(t, hits+1, st.KeyCacheStats().Hits, "the second lookup came from the cache")
+		return key
+	}
+
+	t.Run("connection cut: no cached answer, and a change made meanwhile is seen after", func(t *testing.T) {
+		key := newKey(t)
+		proxy.p.Stop()
+		waitUntil(t, "the listener to notice", func() bool { return !st.KeyCacheStats().Live })
+		_, err := lookup(key)
+		require.Error(t, err, "with the listener down the key is looked up (and the database is unreachable)")
+		_, err = admin.Pool().Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE public_id = $1`, publicID(t, key))
+		require.NoError(t, err)
+		require.NoError(t, proxy.p.Start())
+		waitUntil(t, "the listener to come back", func() bool { return st.KeyCacheStats().Live })
+		rec, err := lookup(key)
+		require.NoError(t, err)
+		require.NotNil(t, rec.RevokedAt, "the revocation made while nobody listened")
+	})
+
+	t.Run("connection silently stalled: a revocation returns within the bound and the cache is not trusted", func(t *testing.T) {
+		key := newKey(t)
+		// Every byte held, no connection closed: the listener hears
+		// nothing and cannot tell, until its ping goes unanswered.
+		_, err := proxy.p.Toxics.AddToxicJson(toxicJSON("stall-down", "downstream"))
+		require.NoError(t, err)
+		_, err = proxy.p.Toxics.AddToxicJson(toxicJSON("stall-up", "upstream"))
+		require.NoError(t, err)
+		started := time.Now()
+		_, err = admin.KeyRevoke(ctx, publicID(t, key))
+		require.NoError(t, err)
+		t.Logf("keys revoke with a stalled listener returned after %v", time.Since(started))
+		require.False(t, st.KeyCacheStats().Live, "a listener silent for the bound is not trusted")
+		_, err = lookup(key)
+		require.Error(t, err, "looked up in the (stalled) database, not answered from the cache")
+		require.NoError(t, proxy.p.Toxics.RemoveToxic(ctx, "stall-down"))
+		require.NoError(t, proxy.p.Toxics.RemoveToxic(ctx, "stall-up"))
+		waitUntil(t, "the listener to come back", func() bool { return st.KeyCacheStats().Live })
+		rec, err := lookup(key)
+		require.NoError(t, err)
+		require.NotNil(t, rec.RevokedAt)
+	})
+}
+
+// toxicJSON is a toxiproxy timeout toxic of 0: data stops, connections
+// stay open.
+func toxicJSON(name, stream string) io.Reader {
+	return strings.NewReader(`{"name":"` + name + `","type":"timeout","stream":"` + stream + `","toxicity":1,"attributes":{"timeout":0}}`)
+}
