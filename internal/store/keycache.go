@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,31 +22,33 @@ import (
 // and forgets them all whenever any key changes. Revocation stays
 // immediate in the spec's sense because of four rules:
 //
-//  1. Every change is announced on keyChannel when it commits: by the
-//     store's key commands (KeyChangeAnnounce, with an id) and by the
-//     triggers of migration 00012 (any other edit, payload "*").
+//  1. Every change to api_keys or key_grants, by the key commands or by
+//     hand, is announced on keyChannel when it commits (the statement
+//     triggers of migration 00012).
 //  2. A server uses its cache only while its listening connection is
-//     up and was proved alive (a ping answered) less than keyMaxSilence
-//     ago; otherwise every request looks its key up, as without a cache.
-//     PostgreSQL sends a notification to an idle listener at once and to
-//     a busy one before its next ReadyForQuery, so a ping answered proves
-//     every change committed before the ping was sent has been heard.
+//     up and was proved, less than keyMaxSilence ago by both the
+//     monotonic and the wall clock (a suspended host stops the first),
+//     to be the very backend that listens. PostgreSQL sends a
+//     notification to an idle listener at once and to a busy one before
+//     its next ReadyForQuery, so a proof answered means every change
+//     committed before it was sent has been heard. Otherwise every
+//     request looks its key up, as without a cache.
 //  3. A lookup fills the cache only if no change was heard since it
 //     started (a generation number), so a read that raced a revocation
 //     cannot put the old key back.
-//  4. The store's key commands return only once every listening server
-//     has echoed the change on keyAckChannel, or keyMaxSilence (plus a
-//     margin) has passed since the commit, after which rule 2 keeps a
-//     server that did not hear it from using what it held. So when
-//     `foodsafe keys revoke` returns, no server accepts the key.
+//  4. The store's key commands return keyMaxSilence (plus a margin)
+//     after their commit. By then every server has either heard the
+//     change (normally within milliseconds) or stopped trusting its
+//     cache by rule 2, including a server whose connection died in a way
+//     it has not noticed and which no list of listeners would show. So
+//     when `foodsafe keys revoke` returns, no server accepts the key.
 //
 // On Citus the cache stays off (keys are reference tables whose triggers
 // fire on the workers; the coordinator-side guarantee is untested there).
 const (
-	keyChannel    = "foodsafe_keys"
-	keyAckChannel = "foodsafe_keys_ack"
+	keyChannel = "foodsafe_keys"
 	// keyListenerName is the application_name of the listening
-	// connections: key commands find the servers to wait for by it.
+	// connections, for DBAs reading pg_stat_activity.
 	keyListenerName = "foodsafe key listener"
 	// keyPingEvery is how often an idle listener proves its connection.
 	keyPingEvery = 250 * time.Millisecond
@@ -57,8 +56,8 @@ const (
 	// trusts its cache: the bound on a revocation's delay when a
 	// listening connection dies silently.
 	keyMaxSilence = time.Second
-	// keyAckMargin is added to keyMaxSilence when a key command waits.
-	keyAckMargin = 100 * time.Millisecond
+	// keyWaitMargin is added to keyMaxSilence when a key command waits.
+	keyWaitMargin = 100 * time.Millisecond
 	// keyCacheMax bounds the cache; beyond it keys are looked up.
 	keyCacheMax = 10_000
 )
@@ -91,7 +90,7 @@ func (c *keyCache) get(publicID string, now time.Time) (*auth.KeyRecord, uint64,
 }
 
 func (c *keyCache) usable(now time.Time) bool {
-	return c.live && now.Sub(c.proved) < keyMaxSilence
+	return c.live && now.Sub(c.proved) < keyMaxSilence && now.Round(0).Sub(c.proved.Round(0)) < keyMaxSilence
 }
 
 // put caches rec unless anything was heard since gen was read.
@@ -197,17 +196,12 @@ var errCitus = errors.New("citus")
 // connection fails or ctx ends; listened says whether it got as far as
 // listening.
 func (s *Store) listenOnce(ctx context.Context, log *slog.Logger) (listened bool, err error) {
-	var acks []string
 	cfg := s.pool.Config().ConnConfig.Config.Copy()
 	cfg.RuntimeParams["application_name"] = keyListenerName
 	// Runs on this goroutine, inside whichever call reads the message.
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if n.Channel != keyChannel {
-			return
-		}
-		s.keys.forget()
-		if n.Payload != "*" {
-			acks = append(acks, n.Payload)
+		if n.Channel == keyChannel {
+			s.keys.forget()
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -231,7 +225,11 @@ func (s *Store) listenOnce(ctx context.Context, log *slog.Logger) (listened bool
 		log.Info("key cache off on Citus: every request looks its key up")
 		return false, errCitus
 	}
-	s.keys.setLive(true, time.Now())
+	sent := time.Now()
+	if err := proveListening(rctx, conn); err != nil {
+		return false, err
+	}
+	s.keys.setLive(true, sent)
 	log.Info("key cache on: listening for key changes")
 	for {
 		wctx, cancel := context.WithTimeout(ctx, keyPingEvery)
@@ -245,11 +243,7 @@ func (s *Store) listenOnce(ctx context.Context, log *slog.Logger) (listened bool
 		}
 		sent := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, keyMaxSilence)
-		err = s.echo(pctx, conn, acks)
-		acks = acks[:0]
-		if err == nil {
-			err = conn.Ping(pctx)
-		}
+		err = proveListening(pctx, conn)
 		cancel()
 		if err != nil {
 			return true, err
@@ -258,91 +252,43 @@ func (s *Store) listenOnce(ctx context.Context, log *slog.Logger) (listened bool
 	}
 }
 
-// echo answers the key commands whose changes were heard (rule 4).
-func (s *Store) echo(ctx context.Context, conn *pgconn.PgConn, ids []string) error {
+// errNotListening: the connection answers, but from a backend that is
+// not the one listening (a transaction-pooling proxy in between).
+var errNotListening = errors.New("the connection's backend is not the one listening for key changes: " +
+	"a transaction-pooling proxy cannot carry LISTEN; connect the servers directly or in session mode, or set FOODSAFE_KEY_CACHE=false")
+
+// proveListening is rule 2's proof: a round trip answered by the backend
+// this connection opened (its process id) that listens on keyChannel.
+func proveListening(ctx context.Context, conn *pgconn.PgConn) error {
 	pid := strconv.FormatUint(uint64(conn.PID()), 10)
-	for _, id := range ids {
-		_, err := conn.ExecParams(ctx, "SELECT pg_notify($1, $2)",
-			[][]byte{[]byte(keyAckChannel), []byte(id + ":" + pid)}, nil, nil, nil).Close()
-		if err != nil {
-			return err
-		}
+	r := conn.ExecParams(ctx,
+		"SELECT pg_backend_pid() = $1::int AND $2 = ANY (ARRAY(SELECT pg_listening_channels()))",
+		[][]byte{[]byte(pid), []byte(keyChannel)}, nil, nil, nil).Read()
+	if r.Err != nil {
+		return r.Err
+	}
+	if len(r.Rows) != 1 || string(r.Rows[0][0]) != "t" {
+		return errNotListening
 	}
 	return nil
 }
 
-// keyCommand runs f, a change to keys or grants, in a transaction that
-// announces it, and returns once every server listening for key changes
-// has dropped its cached keys (rule 4). Without listeners it is just the
-// transaction.
+// keyCommand runs f, a change to keys or grants, in a transaction (whose
+// commit the triggers announce) and returns keyMaxSilence plus a margin
+// after the commit (rule 4). On Citus, where no server caches keys, it
+// returns at once.
 func (s *Store) keyCommand(ctx context.Context, f func(q *db.Queries) error) error {
-	listeners, err := s.q.KeyListenerPids(ctx, keyListenerName)
-	if err != nil {
-		return translate(err)
-	}
-	if len(listeners) == 0 {
-		return s.inTx(ctx, f)
-	}
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	heard := map[string]bool{}
-	cfg := s.pool.Config().ConnConfig.Config.Copy()
-	cfg.RuntimeParams["application_name"] = "foodsafe key command"
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if who, ok := strings.CutPrefix(n.Payload, id+":"); ok && n.Channel == keyAckChannel {
-			heard[who] = true
-		}
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return translate(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+keyAckChannel).ReadAll(); err != nil {
-		return translate(err)
-	}
-	if err := s.inTx(ctx, func(q *db.Queries) error {
-		if err := f(q); err != nil {
-			return err
-		}
-		return q.KeyChangeAnnounce(ctx, id)
-	}); err != nil {
+	if err := s.inTx(ctx, f); err != nil {
 		return err
 	}
-	// Committed. A listener that does not answer by the deadline stopped
-	// trusting its cache by then (rule 2).
-	deadline := time.Now().Add(keyMaxSilence + keyAckMargin)
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	for !allHeard(listeners, heard) {
-		err := conn.WaitForNotification(wctx)
-		switch {
-		case ctx.Err() != nil:
-			return fmt.Errorf("key change committed, but waiting for the servers to drop the old key was cut short: %w", ctx.Err())
-		case wctx.Err() != nil:
-			return nil
-		case err != nil:
-			// Without the echoes, the deadline alone is the guarantee.
-			<-wctx.Done()
-			if ctx.Err() != nil {
-				return fmt.Errorf("key change committed, but waiting for the servers to drop the old key was cut short: %w", ctx.Err())
-			}
-			return nil
-		}
+	// Not knowing (an error asking), wait as if not on Citus.
+	if citus, err := s.onCitus(ctx, s.q); err == nil && citus {
+		return nil
 	}
-	return nil
-}
-
-func allHeard(pids []*int32, heard map[string]bool) bool {
-	for _, p := range pids {
-		if p != nil && !heard[strconv.Itoa(int(*p))] {
-			return false
-		}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("key change committed, but waiting for every server to drop the old key was cut short: %w", ctx.Err())
+	case <-time.After(keyMaxSilence + keyWaitMargin):
+		return nil
 	}
-	return true
 }

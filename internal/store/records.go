@@ -262,11 +262,26 @@ func changeVersion(c db.RecordChange) version {
 // RecordApply in one pipeline (sql/queries/records.sql says why both).
 // pgx.ErrNoRows: the mutation id exists already.
 func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
+	citus, err := s.onCitus(ctx, q)
+	if err != nil {
+		return db.RecordChangeAppendRow{}, err
+	}
+	if citus {
+		return q.RecordApply(ctx, p)
+	}
+	r, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams(p))
+	return db.RecordChangeAppendRow(r), err
+}
+
+// onCitus says whether the database has the citus extension, asked once
+// per process through q (inside a transaction, its own connection: a
+// second one from the pool could wait forever for a full pool).
+func (s *Store) onCitus(ctx context.Context, q *db.Queries) (bool, error) {
 	citus := s.citus.Load()
 	if citus == 0 {
 		on, err := q.CitusInstalled(ctx)
 		if err != nil {
-			return db.RecordChangeAppendRow{}, err
+			return false, err
 		}
 		citus = 1
 		if on {
@@ -274,11 +289,7 @@ func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChang
 		}
 		s.citus.Store(citus)
 	}
-	if citus == 2 {
-		return q.RecordApply(ctx, p)
-	}
-	r, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams(p))
-	return db.RecordChangeAppendRow(r), err
+	return citus == 2, nil
 }
 
 // UseDistributedIngest makes ingest run the statements it runs on Citus

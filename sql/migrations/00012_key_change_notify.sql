@@ -1,13 +1,12 @@
 -- +goose Up
 
 -- Every server keeps the keys it has authenticated in memory and drops
--- them when a key changes (README, "Key cache"). The service's own key
--- commands announce each change on the channel foodsafe_keys in the
--- changing transaction; these triggers announce the changes made any
--- other way (a DBA's UPDATE in psql), so no edit of api_keys or
--- key_grants can leave a server answering from what it held before.
--- NOTIFY is transactional: listeners hear it once the change commits,
--- and a rolled-back edit says nothing.
+-- them when a key changes (README, "Keys, scopes and access"). These
+-- triggers announce every change on the channel foodsafe_keys, whoever
+-- makes it (the key commands, a DBA's UPDATE in psql), so no edit of
+-- api_keys or key_grants can leave a server answering from what it held
+-- before. NOTIFY is transactional: listeners hear it once the change
+-- commits, and a rolled-back edit says nothing.
 --
 -- Not on Citus: the tables are reference tables there, whose triggers
 -- fire on the workers, where no server listens; the servers keep no key

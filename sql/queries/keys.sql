@@ -46,21 +46,3 @@ UPDATE api_keys
 SET revoked_at = COALESCE(revoked_at, sqlc.arg(revoked_at)::timestamptz)
 WHERE public_id = sqlc.arg(public_id)
 RETURNING revoked_at;
-
--- name: KeyChangeAnnounce :exec
--- Serves every key command that can take access away (revoke, grant,
--- ungrant): in the changing transaction, announces the change on the
--- channel the servers' key caches listen on (migration 00012), with an id
--- they echo on foodsafe_keys_ack once they have dropped their cached keys.
--- No table is read.
-SELECT pg_notify('foodsafe_keys', sqlc.arg(change_id)::text);
-
--- name: KeyListenerPids :many
--- Serves the same commands: the server connections listening for key
--- changes on this database, whose echo the command waits for.
--- pg_stat_activity is a view over shared memory, one row per connection;
--- no index applies.
-SELECT pid
-FROM pg_catalog.pg_stat_activity
-WHERE datname = current_database()
-  AND application_name = sqlc.arg(application_name)::text;

@@ -80,20 +80,6 @@ func (q *Queries) KeyByPublicID(ctx context.Context, publicID string) (KeyByPubl
 	return i, err
 }
 
-const keyChangeAnnounce = `-- name: KeyChangeAnnounce :exec
-SELECT pg_notify('foodsafe_keys', $1::text)
-`
-
-// Serves every key command that can take access away (revoke, grant,
-// ungrant): in the changing transaction, announces the change on the
-// channel the servers' key caches listen on (migration 00012), with an id
-// they echo on foodsafe_keys_ack once they have dropped their cached keys.
-// No table is read.
-func (q *Queries) KeyChangeAnnounce(ctx context.Context, changeID string) error {
-	_, err := q.db.Exec(ctx, keyChangeAnnounce, changeID)
-	return err
-}
-
 const keyInsert = `-- name: KeyInsert :one
 INSERT INTO api_keys (public_id, secret_sha256, label, expires_at)
 VALUES ($1, $2, $3, $4)
@@ -183,37 +169,6 @@ func (q *Queries) KeyList(ctx context.Context) ([]KeyListRow, error) {
 			return nil, err
 		}
 		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const keyListenerPids = `-- name: KeyListenerPids :many
-SELECT pid
-FROM pg_catalog.pg_stat_activity
-WHERE datname = current_database()
-  AND application_name = $1::text
-`
-
-// Serves the same commands: the server connections listening for key
-// changes on this database, whose echo the command waits for.
-// pg_stat_activity is a view over shared memory, one row per connection;
-// no index applies.
-func (q *Queries) KeyListenerPids(ctx context.Context, applicationName string) ([]*int32, error) {
-	rows, err := q.db.Query(ctx, keyListenerPids, applicationName)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []*int32{}
-	for rows.Next() {
-		var pid *int32
-		if err := rows.Scan(&pid); err != nil {
-			return nil, err
-		}
-		items = append(items, pid)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -1,0 +1,8 @@
+package store
+
+// For the external tests of this package (package store_test), which
+// need a real database through testdb, itself an importer of store.
+var (
+	ProveListening  = proveListening
+	ErrNotListening = errNotListening
+)
