@@ -51,9 +51,10 @@ type Config struct {
 	// unauthenticated requests), per minute.
 	RateLimit int `env:"FOODSAFE_RATE_LIMIT" envDefault:"300"`
 	// KeyCache keeps authenticated keys in memory, dropped on every key
-	// change heard over LISTEN/NOTIFY (README, "Key cache"). Off, every
-	// request looks its key up. Needs a session-level connection for the
-	// listener (not a transaction-pooling proxy); off by itself on Citus.
+	// change heard over LISTEN/NOTIFY (README, "Keys, scopes and access").
+	// Off, every request looks its key up. Needs a session-level
+	// connection for the listener (not a transaction-pooling proxy); off
+	// by itself on Citus.
 	KeyCache bool `env:"FOODSAFE_KEY_CACHE" envDefault:"true"`
 	// RedisURL, when set, shares rate-limit budgets between processes.
 	RedisURL string `env:"REDIS_URL"`
