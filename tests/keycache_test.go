@@ -230,3 +230,24 @@ func TestKeyCacheWhileTheListenerIsDown(t *testing.T) {
 func toxicJSON(name, stream string) io.Reader {
 	return strings.NewReader(`{"name":"` + name + `","type":"timeout","stream":"` + stream + `","toxicity":1,"attributes":{"timeout":0}}`)
 }
+
+// FOODSAFE_KEY_CACHE=false: no listener, every request looks its key up.
+// (With the cache on, a server goes live within milliseconds of start:
+// TestKeyCacheAcrossServers waits for it.)
+func TestKeyCacheOff(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	p := startServe(t, "DATABASE_URL="+a.cfg.DatabaseURL, "FOODSAFE_KEY_CACHE=false")
+	r := a.replica(p)
+	key := a.newKey(grant("r1", "areas:read"))
+	const n = 20
+	for range n {
+		require.Equal(t, http.StatusOK, r.getAs(key, "/v1/restaurants").Status)
+	}
+	f := scrapeURL(t, p.opsURL(t))
+	require.Zero(t, f.value("foodsafe_key_cache_live"))
+	require.Zero(t, f.value("foodsafe_key_cache_lookups_total", "result", "hit"))
+	require.Equal(t, float64(n), f.value("foodsafe_key_cache_lookups_total", "result", "bypass"))
+	require.NotContains(t, p.logs.String(), "key cache on")
+}
