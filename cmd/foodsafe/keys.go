@@ -172,7 +172,7 @@ func requirePublicID(s string) error {
 func keysRevokeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke PUBLIC_ID",
-		Short: "Revoke a key; every server refuses it from the next request",
+		Short: "Revoke a key; every server refuses it once this returns (about a second after the commit)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePublicID(args[0]); err != nil {
