@@ -34,7 +34,7 @@ var hotPathIndexes = map[string][]string{
 	"RecordWalkPage":          {"records_walk_idx", "record_changes_superseded_idx"},
 	"RecordChangeByMutation":  {"record_changes_pkey"},
 	"StreamNextSequence":      {"collection_streams_pkey"},
-	"RecordApplyChange":       {"record_changes_pkey", "records_pkey"},
+	"RecordApplyChange":       {"collection_streams_pkey", "record_changes_pkey", "records_pkey"},
 	"RecordChangeAppend":      {"record_changes_pkey"},
 	"RecordSupersedePrevious": {"records_pkey", "record_changes_pkey"},
 	"RecordUpsertCurrent":     {"record_changes_pkey", "records_pkey"},

@@ -14,8 +14,9 @@ import (
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
-// Ingest runs one statement on plain PostgreSQL and three pipelined
-// single-shard statements on Citus. Both leave the same history and the
+// Ingest applies a change with one statement on plain PostgreSQL (after
+// StreamNextSequence, in one pipeline outside a transaction) and with three
+// pipelined single-shard statements on Citus (in a transaction). Both leave the same history and the
 // same current state for the same mutations: creates, updates, replays,
 // a conflicting reuse, a tombstone, and an identical
 // mutation raced from eight writers.
@@ -125,10 +126,12 @@ func TestIngestStatementsAgree(t *testing.T) {
 	require.Contains(t, single.History, `b m3 3 false {"name": "b1", "isDeleted": false} superseded by "4"`)
 }
 
-// BenchmarkIngestStatements compares the two ways ingest applies a change
-// on plain PostgreSQL, at store level on one stream: the single statement
-// plain PostgreSQL uses, and the pipeline of three single-shard statements
-// Citus needs. README ("Scaling out") quotes it.
+// BenchmarkIngestStatements compares the two ways ingest writes a change
+// on plain PostgreSQL, at store level on one stream: what plain PostgreSQL
+// runs (StreamNextSequence and the single statement as one pipeline, one
+// implicit transaction), and what Citus needs (StreamNextSequence, then the
+// three single-shard statements as one pipeline, in a transaction). README
+// ("Scaling out") quotes it.
 func BenchmarkIngestStatements(b *testing.B) {
 	for _, path := range []string{"single-statement", "pipelined"} {
 		b.Run(path, func(b *testing.B) {

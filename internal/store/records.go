@@ -8,6 +8,9 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -62,66 +65,98 @@ const (
 	ReplayedCompacted
 )
 
-// errRaced: an identical mutation committed while this one waited.
-var errRaced = errors.New("mutation id taken concurrently")
-
 // RecordIngest applies a mutation: it takes the next sequence of the
 // stream, appends the change and makes it the record's current state, in
 // one transaction. A mutation id seen before answers as it did the first
 // time (Replayed, or ReplayedCompacted once its data was compacted) when
 // the request is the same, and is a conflict otherwise. Identical requests
 // racing each other apply exactly once.
+//
+// The replay check and the backfill check read before the write, outside
+// its transaction (under READ COMMITTED each statement reads its own
+// snapshot anyway); the write then holds the stream's lock for as short a
+// time as it can: on plain PostgreSQL the two statements are one pipeline
+// in one implicit transaction, one round trip (sql/queries/records.sql,
+// RecordApplyChange). A file-carrying record's asset is normalised under
+// the stream lock, and Citus applies with three statements, so those write
+// in a transaction of several round trips (apply). An identical
+// request that commits between the check and the write makes the write
+// fail whole, its position with it; it is answered as the replay it is.
 func (s *Store) RecordIngest(ctx context.Context, m Mutation, receivedAt int64) (wire.Envelope, Ingested, error) {
-	var out wire.Envelope
-	how := Applied
-	err := s.inTx(ctx, func(q *db.Queries) error {
-		prev, err := q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
-		switch ok, err := found(err); {
-		case err != nil:
-			return err
-		case ok:
-			out, how, err = replayOf(prev, m)
+	if out, how, ok, err := s.replayed(ctx, m); ok || err != nil {
+		return out, how, err
+	}
+	return s.ingestNew(ctx, m, receivedAt)
+}
+
+// ingestNew is RecordIngest for a mutation id the replay check did not
+// find, which may have been taken since.
+func (s *Store) ingestNew(ctx context.Context, m Mutation, receivedAt int64) (wire.Envelope, Ingested, error) {
+	if m.Events && !m.Deleted {
+		if err := noBackfill(ctx, s.q, m.RestaurantID, m.CapturedAt, "/capturedAt"); err != nil {
+			return wire.Envelope{}, Applied, err
+		}
+	}
+	p := db.RecordChangeAppendParams{
+		RestaurantID: m.RestaurantID, Collection: m.Collection, RecordID: m.RecordID,
+		MutationID: m.MutationID, Deleted: m.Deleted, Data: m.Data, CapturedAt: m.CapturedAt,
+		ReceivedAt: receivedAt, PayloadVersion: m.PayloadVersion, RequestSha256: m.RequestSHA256,
+	}
+	row, err := s.apply(ctx, m, p)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Taken by an identical (or conflicting) request meanwhile.
+		out, how, ok, err := s.replayed(ctx, m)
+		if err == nil && !ok {
+			err = errors.New("store: the mutation id was taken, yet no change carries it")
+		}
+		return out, how, err
+	}
+	if err != nil {
+		return wire.Envelope{}, Applied, translate(err)
+	}
+	return appliedVersion(row).envelope(), Applied, nil
+}
+
+// replayed answers a mutation whose id was used before (ok), as a replay
+// or a conflict.
+func (s *Store) replayed(ctx context.Context, m Mutation) (wire.Envelope, Ingested, bool, error) {
+	prev, err := s.q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
+	if ok, err := found(err); !ok || err != nil {
+		return wire.Envelope{}, Applied, ok, err
+	}
+	out, how, err := replayOf(prev, m)
+	return out, how, true, err
+}
+
+// apply writes a mutation that was not seen before; pgx.ErrNoRows when its
+// id was taken meanwhile (nothing is written then).
+func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
+	citus, err := s.onCitus(ctx, s.q)
+	if err != nil {
+		return db.RecordChangeAppendRow{}, err
+	}
+	if !citus && !(m.CarriesFiles && !m.Deleted) {
+		r, err := s.q.RecordIngestApply(ctx, db.StreamNextSequenceParams{RestaurantID: p.RestaurantID, Collection: p.Collection},
+			applyChangeParams(p))
+		return db.RecordChangeAppendRow(r), mutationTaken(err)
+	}
+	var row db.RecordChangeAppendRow
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if p.Sequence, err = q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection}); err != nil {
 			return err
 		}
-		if m.Events && !m.Deleted {
-			if err := noBackfill(ctx, q, m.RestaurantID, m.CapturedAt, "/capturedAt"); err != nil {
-				return err
-			}
-		}
-		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection})
-		if err != nil {
-			return err
-		}
-		data := m.Data
 		if m.CarriesFiles && !m.Deleted {
 			// Under the stream lock: an upload of this record has either
 			// committed (and is reflected) or waits for us.
-			if data, err = normaliseAsset(ctx, q, m); err != nil {
+			if p.Data, err = normaliseAsset(ctx, q, m); err != nil {
 				return err
 			}
 		}
-		row, err := s.applyChange(ctx, q, db.RecordChangeAppendParams{
-			RestaurantID: m.RestaurantID, Collection: m.Collection, Sequence: seq, RecordID: m.RecordID,
-			MutationID: m.MutationID, Deleted: m.Deleted, Data: data, CapturedAt: m.CapturedAt,
-			ReceivedAt: receivedAt, PayloadVersion: m.PayloadVersion, RequestSha256: m.RequestSHA256,
-		})
-		switch ok, err := found(err); {
-		case err != nil:
-			return err
-		case !ok:
-			return errRaced // rolls back the sequence taken above
-		}
-		out = appliedVersion(row).envelope()
-		return nil
+		row, err = s.applyChange(ctx, q, p)
+		return err // pgx.ErrNoRows too: rolls back the sequence taken above
 	})
-	if errors.Is(err, errRaced) {
-		prev, err := s.q.RecordChangeByMutation(ctx, db.RecordChangeByMutationParams{RestaurantID: m.RestaurantID, MutationID: m.MutationID})
-		if err != nil {
-			return wire.Envelope{}, Applied, translate(err)
-		}
-		return replayOf(prev, m)
-	}
-	return out, how, translate(err)
+	return row, err
 }
 
 // replayOf answers a mutation id already used: the stored envelope when the
@@ -257,10 +292,12 @@ func changeVersion(c db.RecordChange) version {
 }
 
 // applyChange appends a change and makes it the record's current state,
-// inside the caller's transaction: RecordApplyChange, one statement, on
-// plain PostgreSQL; on Citus the three single-shard statements of
-// RecordApply in one pipeline (sql/queries/records.sql says why both).
-// pgx.ErrNoRows: the mutation id exists already.
+// inside the caller's transaction, after StreamNextSequence took position
+// p.Sequence: RecordApplyChange, one statement, on plain PostgreSQL (it
+// reads the position back from the locked stream row); on Citus the three
+// single-shard statements of RecordApply in one pipeline
+// (sql/queries/records.sql says why both). pgx.ErrNoRows: the mutation id
+// exists already; the transaction must then be rolled back.
 func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
 	citus, err := s.onCitus(ctx, q)
 	if err != nil {
@@ -269,8 +306,27 @@ func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChang
 	if citus {
 		return q.RecordApply(ctx, p)
 	}
-	r, err := q.RecordApplyChange(ctx, db.RecordApplyChangeParams(p))
-	return db.RecordChangeAppendRow(r), err
+	r, err := q.RecordApplyChange(ctx, applyChangeParams(p))
+	return db.RecordChangeAppendRow(r), mutationTaken(err)
+}
+
+func applyChangeParams(p db.RecordChangeAppendParams) db.RecordApplyChangeParams {
+	return db.RecordApplyChangeParams{
+		RestaurantID: p.RestaurantID, Collection: p.Collection, RecordID: p.RecordID, MutationID: p.MutationID,
+		Deleted: p.Deleted, Data: p.Data, CapturedAt: p.CapturedAt, ReceivedAt: p.ReceivedAt,
+		SourceVersion: p.SourceVersion, PayloadVersion: p.PayloadVersion, RequestSha256: p.RequestSha256,
+	}
+}
+
+// mutationTaken turns RecordApplyChange's unique violation of the mutation
+// id into the pgx.ErrNoRows the Citus statements answer with: the id was
+// taken by a request that committed first.
+func mutationTaken(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "record_changes_pkey" {
+		return pgx.ErrNoRows
+	}
+	return err
 }
 
 // onCitus says whether the database has the citus extension, asked once

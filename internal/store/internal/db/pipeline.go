@@ -51,3 +51,37 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 	}
 	return i, appendErr
 }
+
+// RecordIngestApply takes the stream's next position and applies a change
+// at it: StreamNextSequence then RecordApplyChange, sent as one pipeline
+// with one Sync outside any transaction, so PostgreSQL runs both in one
+// implicit transaction that commits at the Sync, in one round trip. The
+// stream row's lock is held only while the server runs the two statements
+// and commits, never across a round trip to the client. A failure of
+// either statement rolls both back (the position included). q must be a
+// pool or a connection, not a transaction (whose commit would come later).
+func (q *Queries) RecordIngestApply(ctx context.Context, stream StreamNextSequenceParams, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
+	sender, ok := q.db.(batchSender)
+	if !ok {
+		return RecordApplyChangeRow{}, errors.New("db: RecordIngestApply needs a pool or connection that pipelines")
+	}
+	b := &pgx.Batch{}
+	b.Queue(streamNextSequence, stream.RestaurantID, stream.Collection)
+	b.Queue(recordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt,
+		arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256, arg.RestaurantID, arg.Collection)
+	br := sender.SendBatch(ctx, b)
+	var seq int64
+	streamErr := br.QueryRow().Scan(&seq)
+	var i RecordApplyChangeRow
+	applyErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
+		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)
+	closeErr := br.Close()
+	// The first failure in pipeline order is the cause; the statement after
+	// it only reports the aborted transaction.
+	for _, err := range []error{streamErr, applyErr, closeErr} {
+		if err != nil {
+			return RecordApplyChangeRow{}, err
+		}
+	}
+	return i, nil
+}

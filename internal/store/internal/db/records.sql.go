@@ -13,10 +13,11 @@ const recordApplyChange = `-- name: RecordApplyChange :one
 WITH change AS (
     INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                                 captured_at, received_at, source_version, payload_version, request_sha256)
-    VALUES ($1, $2, $3, $4,
-            $5, $6, $7, $8,
-            $9, $10, $11, $12)
-    ON CONFLICT (restaurant_id, mutation_id) DO NOTHING
+    SELECT s.restaurant_id, s.collection, s.last_sequence, $1,
+           $2, $3, $4, $5,
+           $6, $7, $8, $9
+    FROM collection_streams s
+    WHERE s.restaurant_id = $10 AND s.collection = $11
     RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
               received_at, source_version, payload_version
 ), previous AS (
@@ -53,9 +54,6 @@ FROM change
 `
 
 type RecordApplyChangeParams struct {
-	RestaurantID   string
-	Collection     string
-	Sequence       int64
 	RecordID       string
 	MutationID     string
 	Deleted        bool
@@ -65,6 +63,8 @@ type RecordApplyChangeParams struct {
 	SourceVersion  *string
 	PayloadVersion int32
 	RequestSha256  []byte
+	RestaurantID   string
+	Collection     string
 }
 
 type RecordApplyChangeRow struct {
@@ -81,21 +81,26 @@ type RecordApplyChangeRow struct {
 	PayloadVersion int32
 }
 
-// Serves ingest on plain PostgreSQL, after StreamNextSequence in the same
-// transaction: appends the change, marks the record's previous version
-// superseded, and upserts the current state, all in one statement. (On
-// Citus, ingest runs the three statements below instead.) Returns no row when the
-// mutation id exists already (a racing identical request committed first);
-// the caller then rolls back and answers as a replay or a conflict.
-// Indexes: record_changes_pkey (ON CONFLICT on the mutation id, and the
-// previous version, found by the current row's mutation id), records_pkey
-// (the current row by record id, and the upsert; records_walk_idx cannot
-// serve these clauses, see RecordGet).
+// Serves ingest on plain PostgreSQL, right after StreamNextSequence in the
+// same transaction: appends the change at the position StreamNextSequence
+// took (read back from the stream row this transaction holds locked),
+// marks the record's previous version superseded, and upserts the current
+// state, all in one statement. The store sends the two statements as one
+// pipeline in one implicit transaction (RecordIngest), so the stream lock
+// is held for no client round trip. (On Citus, ingest runs the three
+// statements below instead.)
+// A mutation id that exists already (a racing identical request committed
+// first) fails with a unique violation of record_changes_pkey, which rolls
+// the transaction back, the stream's position with it, so positions stay
+// gapless; the caller then answers as a replay or a conflict. (A DO NOTHING
+// there would commit the position without a change.)
+// Indexes: collection_streams_pkey (the position), record_changes_pkey
+// (the mutation id's uniqueness, and the previous version, found by the
+// current row's mutation id), records_pkey (the current row by record id,
+// and the upsert; records_walk_idx cannot serve these clauses, see
+// RecordGet).
 func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
 	row := q.db.QueryRow(ctx, recordApplyChange,
-		arg.RestaurantID,
-		arg.Collection,
-		arg.Sequence,
 		arg.RecordID,
 		arg.MutationID,
 		arg.Deleted,
@@ -105,6 +110,8 @@ func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangePa
 		arg.SourceVersion,
 		arg.PayloadVersion,
 		arg.RequestSha256,
+		arg.RestaurantID,
+		arg.Collection,
 	)
 	var i RecordApplyChangeRow
 	err := row.Scan(
@@ -172,8 +179,8 @@ type RecordChangeAppendRow struct {
 // alone; a statement with data-modifying CTEs cannot (Citus plans only
 // SELECT, UPDATE and DELETE CTEs on one shard, and ran RecordApplyChange
 // through the coordinator at a thirtieth of the rate). On plain PostgreSQL
-// the single statement stays: the pipeline measured about twice its time. The second and third act only when the first
-// appended this change: they look for it by mutation id at this
+// the single statement stays: these three measured about twice its time.
+// The second and third act only when the first appended this change: they look for it by mutation id at this
 // collection and sequence, which the stream lock makes unique to this
 // transaction.
 // Appends the change. Returns no row when the mutation id exists already
