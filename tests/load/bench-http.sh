@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make bench-http: what the service costs over the SQL it runs. On a fresh
 # database (foodsafe_bench_http, dropped first) it seeds one restaurant
-# with 100,000 areas records, 10,000 deliveries and a drive file, ANALYZEs,
-# starts bin/foodsafe serve (rate limit raised, metrics on as in
-# production) and, for each request, runs wrk against the service and
+# with 100,000 areas records, 10,000 deliveries and a drive file, VACUUMs
+# and ANALYZEs, starts bin/foodsafe serve (rate limit raised, metrics on as
+# in production) and, for each request, runs wrk against the service and
 # pgbench -M prepared against the same database with the very statements
 # one request executes (the statement text is taken from sql/queries, so
 # it cannot drift), both with the same connection count and duration, in
@@ -15,7 +15,10 @@
 # like; the key-lookup-plus-data column is what each request ran before
 # the cache, and the statement /v1/restaurants is measured against.
 #
-# Usage: make bench-http [DURATION=10s] [CONNECTIONS=16]
+# serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
+# clients, so both run as many statements at once.
+#
+# Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin/foodsafe}
@@ -58,8 +61,10 @@ VALUES ('r1', 'drive-files', 'file-1', 1, 'seed-file-1', false,
 INSERT INTO collection_streams VALUES ('r1', 'drive-files', 1);
 INSERT INTO asset_uploads VALUES ('r1', 'drive-files', 'file-1', 'plan.pdf', '$(printf 'ab%.0s' $(seq 32))', 'application/pdf', 1, 1700000000000, 'seed-file-1');
 INSERT INTO blobs VALUES ('$(printf 'ab%.0s' $(seq 32))', 1700000000000);
-ANALYZE;
 SQL
+# VACUUM as well as ANALYZE: the first run over the seeded rows would
+# otherwise also set their hint bits, for whichever side runs first.
+psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 work=$(mktemp -d)
 pid=
@@ -68,7 +73,12 @@ cleanup() {
   [ -n "${BENCH_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
-FOODSAFE_ADDR=127.0.0.1:0 FOODSAFE_METRICS_ADDR=127.0.0.1:0 FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
+# serve gets as many PostgreSQL connections as pgbench has clients
+# (POOL=default keeps pgx's default, max(4, CPUs)).
+pool=${POOL:-$CONNECTIONS}
+serve_url=$DATABASE_URL
+[ "$pool" = default ] || serve_url="$DATABASE_URL&pool_max_conns=$pool"
+DATABASE_URL=$serve_url FOODSAFE_ADDR=127.0.0.1:0 FOODSAFE_METRICS_ADDR=127.0.0.1:0 FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
   FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs" "$BIN" serve 2>"$work/serve.log" &
 pid=$!
 for _ in $(seq 1 100); do
@@ -99,8 +109,12 @@ script() {
   : >"$f"
   for q in "$@"; do sql "$q" | sed -E "${SUBST:-s/^//}" >>"$f"; done
 }
+# Every measurement starts from a checkpoint, so none pays for the dirty
+# pages or the full-page writes of the one before it (ingest is sensitive).
+checkpoint() { psql "$DATABASE_URL" -qc CHECKPOINT >/dev/null; }
 pgtps() { # pgbench FILE VARS... -> tps
   local f=$1; shift
+  checkpoint
   pgbench -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "${DURATION%s}" "$@" -f "$f" "$DATABASE_URL" 2>&1 |
     awk '/^tps = / { printf "%.0f", $3 }'
 }
@@ -109,6 +123,7 @@ wrkrun() {
   local path=$1 lua=()
   [ -n "${2:-}" ] && lua=(-s "$2")
   shift $(( $# < 2 ? $# : 2 ))
+  checkpoint
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1 |
     awk '/Requests\/sec/ { rps = $2 } /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /Non-2xx/ { bad = $5 }
       function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
@@ -118,6 +133,7 @@ wrkrun() {
 KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
+echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
 printf '%-42s %9s %8s %8s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "key+data tps (ratio)" "data alone tps (ratio)"
 row() { # label path data-script key+data-script vars...
   local label=$1 path=$2 data=$3 both=$4; shift 4
@@ -171,10 +187,11 @@ row "asset list (one file, signed URL)" /v1/restaurants/r1/collections/drive-fil
 cat >"$work/ingest.lua" <<'LUA'
 local n = 0
 function setup(thread) n = n + 1; thread:set("tid", n) end
-function init(args) streams = tonumber(args[1]); count = 0 end
+function init(args) streams = tonumber(args[1]); run = args[2]; count = 0 end
 function request()
   count = count + 1
-  local m = "w" .. tid .. "-" .. count
+  -- Unique to the run: a mutation id seen before would be a replay.
+  local m = run .. "-w" .. tid .. "-" .. count
   local r = "r" .. (count % streams + 1)
   local rec = "area-" .. math.random(1, 5000)
   local body = '{"id":"' .. rec .. '","restaurantId":"' .. r .. '","mutationId":"' .. m ..
@@ -204,7 +221,7 @@ SUBST=
 txrows=()
 ingestrow() { # label streams
   local rps p50 p99 bad tb tt
-  read -r rps p50 p99 bad < <(CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2")
+  read -r rps p50 p99 bad < <(CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "s$2")
   tb=$(CONNECTIONS=8 pgtps "$work/ingest.sql" -D streams="$2")
   tt=$(CONNECTIONS=8 pgtps "$work/ingest-tx.sql" -D streams="$2")
   printf '%-42s %9s %8s %8s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
