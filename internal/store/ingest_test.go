@@ -22,7 +22,7 @@ import (
 // statements Citus runs.
 func TestIngestOfATakenMutationID(t *testing.T) {
 	for _, path := range []struct {
-		name                string
+		name               string
 		files, distributed bool
 	}{{"pipeline", false, false}, {"transaction with files", true, false}, {"citus statements", false, true}} {
 		t.Run(path.name, func(t *testing.T) {
