@@ -67,7 +67,8 @@ FROM change;
 -- alone; a statement with data-modifying CTEs cannot (Citus plans only
 -- SELECT, UPDATE and DELETE CTEs on one shard, and ran RecordApplyChange
 -- through the coordinator at a thirtieth of the rate). On plain PostgreSQL
--- the single statement stays: these three measured about twice its time.
+-- the single statement stays: these three measured three to four times its
+-- time (BenchmarkIngestStatements).
 -- The second and third act only when the first appended this change: they look for it by mutation id at this
 -- collection and sequence, which the stream lock makes unique to this
 -- transaction.

@@ -16,7 +16,8 @@
 # the cache, and the statement /v1/restaurants is measured against.
 #
 # serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
-# clients, so both run as many statements at once.
+# clients on the reads, so both run as many statements at once (ingest's 8
+# writers use 8 of them).
 #
 # Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
 set -euo pipefail
@@ -182,7 +183,7 @@ row "asset list (one file, signed URL)" /v1/restaurants/r1/collections/drive-fil
 # check (RecordChangeByMutation), then StreamNextSequence and
 # RecordApplyChange in one pipeline, one implicit transaction. Also against
 # the same statements as one BEGIN ... COMMIT transaction, a round trip
-# each, which is how ingest ran before (the stream lock then spanned three
+# each, the shape ingest had before (the stream lock then spanned three
 # round trips).
 cat >"$work/ingest.lua" <<'LUA'
 local n = 0

@@ -62,8 +62,8 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 // pool or a connection, not a transaction (whose commit would come later).
 func (q *Queries) RecordIngestApply(ctx context.Context, stream StreamNextSequenceParams, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
 	sender, ok := q.db.(batchSender)
-	if !ok {
-		return RecordApplyChangeRow{}, errors.New("db: RecordIngestApply needs a pool or connection that pipelines")
+	if _, inTx := q.db.(pgx.Tx); !ok || inTx {
+		return RecordApplyChangeRow{}, errors.New("db: RecordIngestApply needs a pool or connection that pipelines, outside a transaction")
 	}
 	b := &pgx.Batch{}
 	b.Queue(streamNextSequence, stream.RestaurantID, stream.Collection)
