@@ -27,13 +27,11 @@ func TestIngestOfATakenMutationID(t *testing.T) {
 	}{{"pipeline", false, false}, {"transaction with files", true, false}, {"citus statements", false, true}} {
 		t.Run(path.name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(ctx, testdb.URL(t))
-			require.NoError(t, err)
-			t.Cleanup(st.Close)
+			st := openStore(t)
 			if path.distributed {
 				st.UseDistributedIngest()
 			}
-			_, err = st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+			_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
 			require.NoError(t, err)
 			mutation := func(id, name string) store.Mutation {
 				data := fmt.Sprintf(`{"name":%q}`, name)
@@ -76,9 +74,7 @@ func TestIngestOfATakenMutationID(t *testing.T) {
 // path, with nothing written.
 func TestIngestIntoAnUnknownRestaurant(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, testdb.URL(t))
-	require.NoError(t, err)
-	t.Cleanup(st.Close)
+	st := openStore(t)
 	for _, files := range []bool{false, true} {
 		d := sha256.Sum256([]byte("x"))
 		_, _, err := st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "nowhere", Collection: "areas", RecordID: "a"},
@@ -88,4 +84,13 @@ func TestIngestIntoAnUnknownRestaurant(t *testing.T) {
 	var n int
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM collection_streams) + (SELECT count(*) FROM record_changes)`).Scan(&n))
 	require.Zero(t, n)
+}
+
+// openStore is a store on a fresh migrated database, closed when t ends.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), testdb.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	return st
 }

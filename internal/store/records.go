@@ -128,8 +128,9 @@ func (s *Store) replayed(ctx context.Context, m Mutation) (wire.Envelope, Ingest
 	return out, how, true, err
 }
 
-// apply writes a mutation that was not seen before; pgx.ErrNoRows when its
-// id was taken meanwhile (nothing is written then).
+// apply writes a mutation that was not seen before; an error that is
+// pgx.ErrNoRows (errors.Is) when its id was taken meanwhile (nothing is
+// written then).
 func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
 	citus, err := s.onCitus(ctx, s.q)
 	if err != nil {
@@ -141,8 +142,7 @@ func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendPa
 		return db.RecordChangeAppendRow(r), mutationTaken(err)
 	}
 	var row db.RecordChangeAppendRow
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+	err = s.inTx(ctx, func(q *db.Queries) error {
 		if p.Sequence, err = q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection}); err != nil {
 			return err
 		}
