@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -240,9 +241,33 @@ func (s *Store) RecordChanges(ctx context.Context, restaurantID, collection stri
 	return page, err
 }
 
+// walkRows keeps the row buffers of walk pages between requests: a page
+// is read on every walk request, and its rows are garbage as soon as they
+// are converted to envelopes (db.RecordWalkPageInto says what this saves).
+var walkRows = sync.Pool{New: func() any { return new([]db.RecordWalkPageRow) }}
+
+// maxPooledWalkRows is the largest row buffer kept: a page of the largest
+// limit with its look-ahead row, and as many versions read as of the pin.
+// A page that read more (a walk pinned before a burst of updates) lets its
+// buffer go.
+const maxPooledWalkRows = 2 * (wire.MaxLimit + 1)
+
+// putWalkRows returns a page's row buffer to walkRows, emptied: the pool
+// keeps no record's data.
+func putWalkRows(buf *[]db.RecordWalkPageRow, rows []db.RecordWalkPageRow) {
+	if cap(rows) > maxPooledWalkRows {
+		return
+	}
+	clear(rows)
+	*buf = rows[:0]
+	walkRows.Put(buf)
+}
+
 // walkPage runs one page of RecordWalkPage and merges its branches.
 func (s *Store) walkPage(ctx context.Context, restaurantID, collection string, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
-	rows, err := s.q.RecordWalkPage(ctx, p)
+	buf := walkRows.Get().(*[]db.RecordWalkPageRow)
+	rows, err := s.q.RecordWalkPageInto(ctx, p, slices.Grow((*buf)[:0], limit+1))
+	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
 	if err != nil {
 		return WalkPage{}, translate(err)
 	}

@@ -1,0 +1,89 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+)
+
+// The hand-written scan of a walk page (db.RecordWalkPageInto) returns
+// exactly what the function sqlc generates for the statement returns, for
+// every kind of row the statement yields: current versions, live and
+// deleted, with and without a source version; a version read as of the
+// pin; the marker of an empty range; no row at all. It appends to the
+// slice it is given, so what a reused buffer held before is kept before
+// the page, never mixed into it.
+func TestRecordWalkPageIntoAgrees(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	put := func(record, mutation string, deleted bool) {
+		m := store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas", RecordID: record},
+			MutationID: mutation, Deleted: deleted, CapturedAt: 7, PayloadVersion: 2}
+		if !deleted {
+			m.Data = []byte(fmt.Sprintf(`{"name": %q, "isDeleted": false}`, mutation))
+		}
+		d := sha256.Sum256([]byte(mutation))
+		m.RequestSHA256 = d[:]
+		_, _, err := st.RecordIngest(ctx, m, 11)
+		require.NoError(t, err)
+	}
+	for i := 1; i <= 5; i++ {
+		put(fmt.Sprintf("a%d", i), fmt.Sprintf("m%d", i), false)
+	}
+	put("a2", "m2-gone", true)
+	_, err = st.Pool().Exec(ctx, `UPDATE records SET source_version = '4.2.0' WHERE record_id = 'a4'`)
+	require.NoError(t, err)
+	pin := int64(6)
+	put("a3", "m3-later", false) // a3 as of the pin is read from its history
+
+	q := db.New(st.Pool())
+	page := func(pinned *int64, after int64, max int32) db.RecordWalkPageParams {
+		return db.RecordWalkPageParams{RestaurantID: "r1", Collection: "areas", Pinned: pinned, AfterSequence: after, MaxRows: max}
+	}
+	for name, p := range map[string]db.RecordWalkPageParams{
+		"first page":           page(nil, 0, 101),
+		"pinned, with history": page(&pin, 0, 101),
+		"cut by max rows":      page(&pin, 1, 2),
+		"empty range (marker)": page(&pin, pin, 101),
+		"beyond the head":      page(nil, 99, 101),
+		"unknown collection":   {RestaurantID: "r1", Collection: "nothing", AfterSequence: 0, MaxRows: 101},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, err := q.RecordWalkPage(ctx, p)
+			require.NoError(t, err)
+			require.NotEmpty(t, want, "every case yields a row (the marker at least)")
+			got, err := q.RecordWalkPageInto(ctx, p, make([]db.RecordWalkPageRow, 0, 1))
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+
+			held := db.RecordWalkPageRow{RecordID: "held", Sequence: -1}
+			got, err = q.RecordWalkPageInto(ctx, p, []db.RecordWalkPageRow{held})
+			require.NoError(t, err)
+			require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
+		})
+	}
+
+	// The rows each kind yields are what the cases above say they are.
+	rows, err := q.RecordWalkPage(ctx, page(&pin, 0, 101))
+	require.NoError(t, err)
+	kinds := map[string]bool{}
+	for _, r := range rows {
+		switch {
+		case r.RecordID == "a2":
+			kinds["deleted"] = r.Deleted && r.Data == nil
+		case r.RecordID == "a3":
+			kinds["as of the pin"] = r.MutationID == "m3"
+		case r.RecordID == "a4":
+			kinds["source version"] = r.SourceVersion != nil && *r.SourceVersion == "4.2.0"
+		}
+	}
+	require.Equal(t, map[string]bool{"deleted": true, "as of the pin": true, "source version": true}, kinds)
+}
