@@ -86,6 +86,7 @@ load: build
 ## pgbench -M prepared, in one run, with both ratios (tests/load/bench-http.sh;
 ## DURATION per run, default 10s).
 bench-http: build
+	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
 
 ## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.

@@ -15,6 +15,11 @@
 # like; the key-lookup-plus-data column is what each request ran before
 # the cache, and the statement /v1/restaurants is measured against.
 #
+# Each read is also served by tests/load/bare (bin/bench-bare): net/http
+# and pgx alone, running the same data statement and writing the bytes the
+# service answered, with nothing of the service on top. Its ratio is as
+# close as the service's stack can come to the statement on this machine.
+#
 # serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
 # clients on the reads, so both run as many statements at once (ingest's 8
 # writers use 8 of them).
@@ -23,12 +28,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin/foodsafe}
+BARE=${BARE:-bin/bench-bare}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-16}
 THREADS=2
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 command -v pgbench >/dev/null || { echo "pgbench is not installed (apt-get install postgresql-client)" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN is missing: run make build" >&2; exit 2; }
+[ -x "$BARE" ] || { echo "$BARE is missing: run make bench-http" >&2; exit 2; }
 
 ADMIN_URL=${BENCH_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/foodsafe_bench_http?sslmode=disable
@@ -69,8 +76,9 @@ psql "$DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
 
 work=$(mktemp -d)
 pid=
+barepid=
 cleanup() {
-  [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+  for p in $pid $barepid; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   [ -n "${BENCH_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -131,19 +139,50 @@ wrkrun() {
       END { printf "%.0f %.2f %.2f %d\n", rps, ms(p50), ms(p99), bad }'
 }
 
+# barerun DATA-SCRIPT PATH VARS...: req/s of the bare stack running the
+# data statement (its :x variables turned into $n parameters, given the
+# values of the -D x=v VARS) and answering what the service answers to
+# PATH.
+barerun() {
+  local data=$1 path=$2 a=() v addr rps
+  shift 2
+  local -A val=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = -D ]; then val[${2%%=*}]=${2#*=}; shift 2; else shift; fi
+  done
+  # :x -> $n in order of first use (a :: cast is not a variable); the
+  # variables' names, in that order, to stderr.
+  perl -0pe 's/(?<!:):([a-z_][a-z0-9_]*)/exists $i{$1} ? "\$$i{$1}" : ($i{$1} = ++$n, push(@o, $1), "\$$n")/ge;
+             END { print STDERR "$_\n" for @o }' "$data" >"$work/bare.sql" 2>"$work/bare.vars"
+  while read -r v; do a+=(-arg "${val[$v]}"); done <"$work/bare.vars"
+  curl -fs -H "Authorization: Bearer $KEY" "$BASE$path" >"$work/bare.body"
+  : >"$work/bare.addr"
+  "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
+  barepid=$!
+  for _ in $(seq 1 100); do addr=$(head -1 "$work/bare.addr"); [ -n "$addr" ] && break; sleep 0.1; done
+  [ -n "$addr" ] || { echo "bench-bare did not start" >&2; cat "$work/bare.log" >&2; exit 1; }
+  read -r rps _ < <(BASE=http://$addr wrkrun "$path")
+  kill "$barepid"; wait "$barepid" 2>/dev/null || true; barepid=
+  echo "$rps"
+}
+
 KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
 echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
-printf '%-42s %9s %8s %8s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "key+data tps (ratio)" "data alone tps (ratio)"
+printf '%-42s %9s %8s %8s %22s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)"
 row() { # label path data-script key+data-script vars...
   local label=$1 path=$2 data=$3 both=$4; shift 4
   read -r rps p50 p99 bad < <(wrkrun "$path")
-  local tb td
+  local tb td br
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
+  # The bare stack runs the data statement (/v1/restaurants has none: its
+  # answer comes from the cached key).
+  if [ -n "$data" ]; then br=$(barerun "$data" "$path" "$@"); fi
   printf '%-42s %9s %8s %8s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
+  if [ -n "$data" ]; then printf ' %13s (%5.2f)' "$br" "$(echo "$br / $td" | bc -l)"; else printf ' %22s' "-"; fi
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
 }
