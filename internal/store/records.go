@@ -246,11 +246,12 @@ func (s *Store) RecordChanges(ctx context.Context, restaurantID, collection stri
 // are converted to envelopes (db.RecordWalkPageInto says what this saves).
 var walkRows = sync.Pool{New: func() any { return new([]db.RecordWalkPageRow) }}
 
-// maxPooledWalkRows is the largest row buffer kept: a page of the largest
-// limit with its look-ahead row, and as many versions read as of the pin.
-// A page that read more (a walk pinned before a burst of updates) lets its
+// maxPooledWalkRows bounds the row buffers kept: a page of the largest
+// limit with its look-ahead row and as many versions read as of the pin,
+// after append has grown the buffer for them (up to about twice). A page
+// that read more (a walk pinned before a burst of updates) lets its
 // buffer go.
-const maxPooledWalkRows = 2 * (wire.MaxLimit + 1)
+const maxPooledWalkRows = 4 * (wire.MaxLimit + 1)
 
 // putWalkRows returns a page's row buffer to walkRows, emptied: the pool
 // keeps no record's data.

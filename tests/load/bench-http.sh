@@ -16,9 +16,10 @@
 # the cache, and the statement /v1/restaurants is measured against.
 #
 # Each read is also served by tests/load/bare (bin/bench-bare): net/http
-# and pgx alone, running the same data statement and writing the bytes the
-# service answered, with nothing of the service on top. Its ratio is as
-# close as the service's stack can come to the statement on this machine.
+# and pgx alone, running the same data statement on a pool as large as
+# serve's and writing the body the service answered, with nothing of the
+# service on top. Its ratio is as close as the service's stack can come to
+# the statement on this machine.
 #
 # serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
 # clients on the reads, so both run as many statements at once (ingest's 8
@@ -139,12 +140,14 @@ wrkrun() {
       END { printf "%.0f %.2f %.2f %d\n", rps, ms(p50), ms(p99), bad }'
 }
 
-# barerun DATA-SCRIPT PATH VARS...: req/s of the bare stack running the
-# data statement (its :x variables turned into $n parameters, given the
-# values of the -D x=v VARS) and answering what the service answers to
-# PATH.
+# barerun DATA-SCRIPT PATH VARS...: sets br to the req/s of the bare stack
+# running the data statement (its :x variables turned into $n parameters,
+# given the values of the -D x=v VARS) on a pool as large as serve's, and
+# answering the body the service answers to PATH. Called in this shell,
+# not in $(...), so a failure stops the script and cleanup stops the
+# server.
 barerun() {
-  local data=$1 path=$2 a=() v addr rps
+  local data=$1 path=$2 a=() v addr rps bad
   shift 2
   local -A val=()
   while [ $# -gt 0 ]; do
@@ -156,14 +159,16 @@ barerun() {
              END { print STDERR "$_\n" for @o }' "$data" >"$work/bare.sql" 2>"$work/bare.vars"
   while read -r v; do a+=(-arg "${val[$v]}"); done <"$work/bare.vars"
   curl -fs -H "Authorization: Bearer $KEY" "$BASE$path" >"$work/bare.body"
-  : >"$work/bare.addr"
-  "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
+  [ -s "$work/bare.body" ] || { echo "the service answered $path with nothing" >&2; exit 1; }
+  : >"$work/bare.addr" # the last row's address must not be read before the new one is written
+  DATABASE_URL=$serve_url "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
   barepid=$!
   for _ in $(seq 1 100); do addr=$(head -1 "$work/bare.addr"); [ -n "$addr" ] && break; sleep 0.1; done
   [ -n "$addr" ] || { echo "bench-bare did not start" >&2; cat "$work/bare.log" >&2; exit 1; }
-  read -r rps _ < <(BASE=http://$addr wrkrun "$path")
+  read -r rps _ _ bad < <(BASE=http://$addr wrkrun "$path")
   kill "$barepid"; wait "$barepid" 2>/dev/null || true; barepid=
-  echo "$rps"
+  [ "${bad:-0}" = 0 ] && [ -n "$rps" ] || { echo "bench-bare failed on $path ($bad non-2xx)" >&2; cat "$work/bare.log" >&2; exit 1; }
+  br=$rps
 }
 
 KEYVARS=(-D public_id="$PUBLIC")
@@ -179,7 +184,7 @@ row() { # label path data-script key+data-script vars...
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
   # The bare stack runs the data statement (/v1/restaurants has none: its
   # answer comes from the cached key).
-  if [ -n "$data" ]; then br=$(barerun "$data" "$path" "$@"); fi
+  if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
   printf '%-42s %9s %8s %8s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
   if [ -n "$data" ]; then printf ' %13s (%5.2f)' "$br" "$(echo "$br / $td" | bc -l)"; else printf ' %22s' "-"; fi

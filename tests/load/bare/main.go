@@ -1,9 +1,10 @@
-// Command bare is the floor of make bench-http: the service's own stack,
-// net/http and a pgx pool, with nothing of the service on top. It answers
-// every request by running one statement with fixed arguments, reading
-// its rows without decoding them, and writing a fixed body: the answer
-// the service gave to the same request, byte for byte. No routing, key,
-// scope, cursor, scan into structs, JSON, audit event, log line or metric.
+// Command bare is the ceiling of make bench-http's ratios: the service's
+// own stack, net/http and a pgx pool, with nothing of the service on top.
+// It answers every request by running one statement with fixed arguments,
+// reading its rows without decoding them, and writing a fixed body: the
+// body the service answered to the same request, byte for byte (with only
+// Content-Type and Content-Length for headers). No routing, key, scope,
+// cursor, scan into structs, JSON, audit event, log line or metric.
 //
 // What it reaches against the statement under pgbench is as close as any
 // service built on net/http and pgx can come on the machine: the answer
@@ -12,7 +13,7 @@
 // misses can be told apart from one the stack itself cannot reach.
 //
 // Usage: bare -sql FILE -body FILE [-arg VALUE]... (DATABASE_URL names
-// the database). FILE holds one statement with parameters $1, $2, ...;
+// the database and may size the pool, as pool_max_conns). FILE holds one statement with parameters $1, $2, ...;
 // each -arg is the text of the next parameter, which PostgreSQL converts
 // to the parameter's type. It prints the address it listens on, then
 // serves until killed.
