@@ -17,9 +17,9 @@
 #
 # Each read is also served by tests/load/bare (bin/bench-bare): net/http
 # and pgx alone, running the same data statement on a pool as large as
-# serve's and writing the body the service answered, with nothing of the
-# service on top. Its ratio is as close as the service's stack can come to
-# the statement on this machine.
+# serve's, with serve's GOGC, and writing the body the service answered,
+# with nothing of the service on top. Its ratio is as close as the
+# service's stack can come to the statement on this machine.
 #
 # serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
 # clients on the reads, so both run as many statements at once (ingest's 8
@@ -161,7 +161,8 @@ barerun() {
   curl -fs -H "Authorization: Bearer $KEY" "$BASE$path" >"$work/bare.body"
   [ -s "$work/bare.body" ] || { echo "the service answered $path with nothing" >&2; exit 1; }
   : >"$work/bare.addr" # the last row's address must not be read before the new one is written
-  DATABASE_URL=$serve_url "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
+  # serve's GOGC too (serve sets 400 unless GOGC is set).
+  DATABASE_URL=$serve_url GOGC=${GOGC:-400} "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
   barepid=$!
   for _ in $(seq 1 100); do addr=$(head -1 "$work/bare.addr"); [ -n "$addr" ] && break; sleep 0.1; done
   [ -n "$addr" ] || { echo "bench-bare did not start" >&2; cat "$work/bare.log" >&2; exit 1; }
