@@ -17,9 +17,8 @@ import (
 // every kind of row the statement yields: current versions, live and
 // deleted, with and without a source version; a version read as of the
 // pin; the marker of an empty range, which is what a collection with no
-// record yields. It appends to the
-// slice it is given, so what a reused buffer held before is kept before
-// the page, never mixed into it.
+// record yields. It appends to the slice it is given, so what a reused
+// buffer held before is kept before the page, never mixed into it.
 func TestRecordWalkPageIntoAgrees(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
