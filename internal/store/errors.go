@@ -60,6 +60,19 @@ func translate(err error) error {
 	return err
 }
 
+// mutationTaken turns RecordApplyChange's unique violation of the mutation
+// id into the pgx.ErrNoRows the Citus statements answer with: the id was
+// taken by a request that committed first. It runs before translate, which
+// would make a unique violation an opaque 500; only this constraint means
+// "taken", any other violation stays what it is.
+func mutationTaken(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "record_changes_pkey" { // unique_violation
+		return pgx.ErrNoRows
+	}
+	return err
+}
+
 func unavailable(err error) error {
 	return apperr.New(apperr.DependencyUnavailable, unavailableDetail).WithCause(err)
 }

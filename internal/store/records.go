@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
@@ -342,17 +341,6 @@ func applyChangeParams(p db.RecordChangeAppendParams) db.RecordApplyChangeParams
 		Deleted: p.Deleted, Data: p.Data, CapturedAt: p.CapturedAt, ReceivedAt: p.ReceivedAt,
 		SourceVersion: p.SourceVersion, PayloadVersion: p.PayloadVersion, RequestSha256: p.RequestSha256,
 	}
-}
-
-// mutationTaken turns RecordApplyChange's unique violation of the mutation
-// id into the pgx.ErrNoRows the Citus statements answer with: the id was
-// taken by a request that committed first.
-func mutationTaken(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "record_changes_pkey" {
-		return pgx.ErrNoRows
-	}
-	return err
 }
 
 // onCitus says whether the database has the citus extension, asked once
