@@ -75,6 +75,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBodies$$' -fuzztime $(FUZZTIME) ./internal/validate
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME) ./internal/ids
 
 ## load: wrk on loopback against two servers started on the `make run`
 ## database, metrics on and off, in turn (DURATION per run, default 10s);

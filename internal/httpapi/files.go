@@ -121,7 +121,7 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string) (b
 	return obj, ct, nil
 }
 
-// withURL signs a download URL, valid 15 minutes, into each item;
+// withURL signs a download URL, valid urlLifetime, into each item;
 // urlExpiresAt is the instant the store says the URL stops working.
 func (a *API) withURL(ctx context.Context, baseURL, restaurant string, items []wire.FileItem) ([]wire.FileItem, error) {
 	now := a.now()

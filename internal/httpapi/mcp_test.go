@@ -47,6 +47,7 @@ func requireDescribed(t *testing.T, where string, s *jsonschema.Schema) {
 	t.Helper()
 	for name, p := range s.Properties {
 		require.NotEmpty(t, p.Description, "%s: property %s has no description", where, name)
+		require.NotContains(t, p.Description, "{", "%s: property %s: a placeholder tagProse does not fill", where, name)
 		requireDescribed(t, where+"."+name, p)
 	}
 	if s.Items != nil {

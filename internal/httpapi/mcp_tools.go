@@ -77,8 +77,8 @@ type restaurantArgs struct {
 type deliveriesArgs struct {
 	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
 	From         string `json:"from" jsonschema:"Start of the window, inclusive: epoch milliseconds as a string of digits, e.g. \"1767225600000\"."`
-	To           string `json:"to" jsonschema:"End of the window, inclusive, at most 366 days after from: epoch milliseconds as a string of digits."`
-	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, 1 to 100; 20 when absent. Keep it unchanged while paging."`
+	To           string `json:"to" jsonschema:"End of the window, inclusive, at most {max-span} after from: epoch milliseconds as a string of digits."`
+	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, {limit-range}. Keep it unchanged while paging."`
 	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty for the first page."`
 }
 
@@ -90,7 +90,7 @@ type deliveryArgs struct {
 type walkArgs struct {
 	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
 	Collection   string `json:"collection" jsonschema:"The collection to walk, as list_collections returns it."`
-	Limit        *int   `json:"limit,omitempty" jsonschema:"Records per page, 1 to 100; 20 when absent. Keep it unchanged for a whole walk."`
+	Limit        *int   `json:"limit,omitempty" jsonschema:"Records per page, {limit-range}. Keep it unchanged for a whole walk."`
 	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; or the changesCursor of an earlier walk's last page, to walk only what changed since; absent or empty for a new full walk."`
 }
 
@@ -148,11 +148,11 @@ func mcpToolTable() []mcpTool {
 				"(deleted: true, no data), the only proof of a deletion. One record, no pages. " + emptyCaveat},
 		{name: "list_assets", title: "Files of a record", route: "listRecordAssets", group: groupFiles, args: reflect.TypeFor[recordArgs](),
 			description: "The verified file of a record of cleaning-task-pictures, traceability-labels or drive-files, with a " +
-				"signed download URL valid 15 minutes (no header needed). The list is complete (no pages); it is empty for a " +
+				"signed download URL valid " + urlLifetimeText + " (no header needed). The list is complete (no pages); it is empty for a " +
 				"pending upload, a deleted record or a collection without files. " + emptyCaveat},
 		{name: "list_deliveries", title: "Deliveries in a time window", route: "listDeliveries", group: groupDeliveries,
 			args: reflect.TypeFor[deliveriesArgs](),
-			description: "Goods-in delivery checks whose occurredAt lies in [from, to] (both inclusive, at most 366 days " +
+			description: "Goods-in delivery checks whose occurredAt lies in [from, to] (both inclusive, at most " + maxSpanText + " " +
 				"apart), newest first: supplier, compliance, temperatures measured, non-compliance reasons and corrective " +
 				"actions. " + paging + "Devices upload late: a window that ends now may fill in later. " + emptyCaveat},
 		{name: "get_delivery", title: "One delivery", route: "getDelivery", group: groupDeliveries, args: reflect.TypeFor[deliveryArgs](),
@@ -161,7 +161,7 @@ func mcpToolTable() []mcpTool {
 		{name: "list_delivery_images", title: "Photographs of a delivery", route: "listDeliveryImages", group: groupImages,
 			args: reflect.TypeFor[deliveryArgs](),
 			description: "The photographs taken during a delivery check, by image id, each with a signed download URL " +
-				"valid 15 minutes (no header needed). Needs both deliveries:read and delivery-images:read on the " +
+				"valid " + urlLifetimeText + " (no header needed). Needs both deliveries:read and delivery-images:read on the " +
 				"restaurant. The list is complete (no pages). " + emptyCaveat},
 	}
 }
@@ -198,6 +198,8 @@ func (t *mcpTool) define() error {
 	if err != nil {
 		return err
 	}
+	expandProse(in)
+	expandProse(out)
 	t.required = in.Required
 	t.argKinds = map[string]reflect.Kind{}
 	for _, f := range reflect.VisibleFields(t.args) {

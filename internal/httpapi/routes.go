@@ -113,7 +113,7 @@ func (a *API) routes() []route {
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveriesList), Doc: openapi.Op{
 				ID: "listDeliveries", Tag: "Deliveries", Summary: "Deliveries in a time window, newest first",
-				Description: "occurredAt within [from, to] (both inclusive, at most 366 days apart), ordered by occurredAt " +
+				Description: "occurredAt within [from, to] (both inclusive, at most " + maxSpanText + " apart), ordered by occurredAt " +
 					"descending then id descending. Keyset pages: follow nextCursor with the same from, to and limit; it is null " +
 					"on the last page. Poll incrementally with the newest occurredAt seen minus an hour as the next from, and " +
 					"deduplicate on id: devices upload late.",
@@ -131,7 +131,7 @@ func (a *API) routes() []route {
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Op: op(a.deliveryImagesList), Doc: openapi.Op{
 				ID: "listDeliveryImages", Tag: "Deliveries", Summary: "Photographs of a delivery, with signed URLs",
-				Description: "By image id. Each url works for 15 minutes without any header; store the bytes, not the link, " +
+				Description: "By image id. Each url works for " + urlLifetimeText + " without any header; store the bytes, not the link, " +
 					"and call again for fresh URLs.", OK: jsonBody("FileList")}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId", Access: accessPartner,
 			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.ingest(metrics.WriteDeliveryImage, a.deliveryImagePut), Doc: openapi.Op{
@@ -204,7 +204,7 @@ func (a *API) routes() []route {
 				"text/event-stream`. Keys, rate limit and audit trail are the REST API's: every POST counts against the " +
 				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
 				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
-				"REST operation of the same data, with its access rules, cursors and messages (default page 20, at most 100). " +
+				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
 				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors; transport errors " +
 				"are problems. Other methods than POST are 405.",
 			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},

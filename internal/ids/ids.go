@@ -1,7 +1,8 @@
 // Package ids holds the identifier rule of spec 4.6: 1 to 200 characters,
 // starting with a letter or digit, then letters, digits, '.', '_', ':' or
 // '-'. Restaurant, record, mutation, delivery and image ids all follow it;
-// the JSON Schemas carry the same Pattern (a test keeps them in step).
+// the JSON Schemas carry the same Pattern (TestSchemasCarryPattern keeps
+// them in step, FuzzValid holds Valid to Pattern).
 package ids
 
 // Pattern is the identifier rule as a regular expression.

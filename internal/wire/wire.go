@@ -1,8 +1,10 @@
-// Package model holds the resources of the spec as they travel on the wire:
+// Package wire holds the resources of the spec as they travel on the wire:
 // our own structs with the spec's JSON names, shared by the store (which
 // fills them from rows) and the HTTP layer (which serialises them). The
 // jsonschema tags describe each field in the output schemas of the MCP
-// tools, which send these same structs.
+// tools, which send these same structs; a number a tag quotes is a
+// placeholder such as {url-lifetime} that the tools fill from the constant
+// enforcing it.
 package wire
 
 import (
@@ -161,7 +163,7 @@ type FileItem struct {
 	SHA256       string `json:"sha256" jsonschema:"Digest of the bytes; equal digest, no need to download again."`
 	UploadedAt   Millis `json:"uploadedAt" jsonschema:"When the upload was verified: epoch milliseconds as a string of digits."`
 	URL          string `json:"url" jsonschema:"Signed download URL carrying its own authorisation; no header needed."`
-	URLExpiresAt Millis `json:"urlExpiresAt" jsonschema:"When url stops working (15 minutes): epoch milliseconds as a string of digits."`
+	URLExpiresAt Millis `json:"urlExpiresAt" jsonschema:"When url stops working ({url-lifetime}): epoch milliseconds as a string of digits."`
 }
 
 // Session is the answer of POST /v1/mobile/sessions.
