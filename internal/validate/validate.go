@@ -1,4 +1,4 @@
-// Package schema compiles the embedded JSON Schemas once and validates
+// Package validate compiles the embedded JSON Schemas once and validates
 // request bodies against them, reporting every violation with an RFC 6901
 // pointer. Validation uses github.com/santhosh-tekuri/jsonschema/v6
 // (maintained, draft 2020-12).
