@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench bench-http load fuzz generate check-generated vet lint lint-openapi check-clients clean
+.PHONY: build run migrate test test-citus chaos bench bench-http load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -97,6 +97,27 @@ generate:
 ## check-generated: fail when internal/store/internal/db is stale against sql/.
 check-generated:
 	$(SQLC) diff
+
+## docs: regenerate the reference pages (docs/reference) from the code:
+## configuration, both command lines, problem types, metrics, MCP tools.
+## Each binary's hidden `docs gen DIR` writes them (the command trees live
+## in the binaries).
+DOCS_GEN = $(GO) run ./cmd/foodsafe docs gen $(1) && $(GO) run ./cmd/foodsafe-sync docs gen $(1)
+docs:
+	rm -rf docs/reference
+	$(call DOCS_GEN,docs/reference)
+
+## check-docs: fail when a committed reference page differs from what the
+## code generates (a page added, changed or gone).
+check-docs:
+	@tmp=$$(mktemp -d) && $(call DOCS_GEN,$$tmp) && diff -ru docs/reference $$tmp; \
+		status=$$?; rm -rf $$tmp; \
+		if [ $$status -ne 0 ]; then echo "docs/reference is stale: run make docs and commit the pages"; fi; exit $$status
+
+## check-links: every relative link and anchor in README.md and docs/
+## resolves (offline).
+check-links:
+	$(GO) test -count=1 -run '^TestRepoLinks$$' ./internal/linkcheck
 
 vet:
 	$(GO) vet ./...

@@ -40,12 +40,8 @@ const keyEnv = "FOODSAFE_API_KEY"
 
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	root := syncCmd(getenv, stdout, stderr)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root := newRoot(getenv, stdout, stderr)
 	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(statusCmd(stdout))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -56,6 +52,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	return 1
+}
+
+// newRoot builds the command tree; the CLI reference is generated from it.
+func newRoot(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
+	root := syncCmd(getenv, stdout, stderr)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(statusCmd(stdout), docsCmd())
+	return root
 }
 
 type syncFlags struct {

@@ -36,18 +36,8 @@ func usagef(format string, args ...any) error {
 // run executes one command line and returns the exit status. Everything
 // goes to the given streams, so main stays a one-liner.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := &cobra.Command{
-		Use:           "foodsafe",
-		Short:         "Partner API of the restaurant food-safety records service",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(serveCmd(), maintainCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd(), openapiCmd(), demoCmd())
-
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -58,6 +48,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 1
+}
+
+// newRoot builds the command tree; the CLI reference is generated from it.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "foodsafe",
+		Short:         "Partner API of the restaurant food-safety records service",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(serveCmd(), maintainCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd(), openapiCmd(), demoCmd(), docsCmd())
+	return root
 }
 
 // isCobraUsage recognises cobra's untyped "unknown command" error.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/blob"
+	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -61,7 +62,7 @@ func serveCmd() *cobra.Command {
 // 400 the walk page's throughput rose 15% under make bench-http (3,342 ->
 // 3,868 req/s) for a larger peak RSS (README, "Performance"). GOGC, when
 // set, is the operator's choice and wins.
-const serveGCPercent = 400
+const serveGCPercent = config.ServeGCPercent
 
 // setServeGC applies serveGCPercent unless GOGC is set, and says which.
 func setServeGC() string {

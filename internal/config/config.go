@@ -1,6 +1,8 @@
 // Package config turns the process environment into a Config. Every variable
-// the service reads is declared here, once, with its default; README's
-// configuration table mirrors this struct.
+// the service reads is declared here, once, with its default and its
+// meaning (the desc tag); the few read elsewhere are listed in Elsewhere.
+// The configuration reference (docs/reference/configuration.md, make docs)
+// is generated from both.
 package config
 
 import (
@@ -18,105 +20,105 @@ import (
 // Config is the whole runtime configuration of the foodsafe binary.
 type Config struct {
 	// DatabaseURL is the PostgreSQL connection string (pgx syntax).
-	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable"`
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable" desc:"PostgreSQL connection URL (pgx syntax); the pool size is pool_max_conns=N in the URL."`
 	// Addr is the listen address of `foodsafe serve`.
-	Addr string `env:"FOODSAFE_ADDR" envDefault:":8080"`
+	Addr string `env:"FOODSAFE_ADDR" envDefault:":8080" desc:"Listen address of the API (foodsafe serve)."`
 	// BaseURL prefixes problem `type` URIs and signed URLs; derived from the
 	// request (scheme + Host) when empty.
-	BaseURL string `env:"FOODSAFE_BASE_URL"`
+	BaseURL string `env:"FOODSAFE_BASE_URL" desc:"Public base URL, e.g. https://api.foodsafe.example: prefix of problem type URIs and signed download URLs, and the OpenAPI document's server. Unset, it is derived from each request (http(s)://Host)."`
 	// MetricsAddr is the listen address of the operator listener: /metrics
 	// and /debug/pprof/, never on the API port. Unset means
 	// DefaultMetricsAddr; set to the empty string, it turns metrics off
 	// (no listener, no instrumentation). Not an envDefault: the env
 	// library would put the default back for an empty value.
-	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR"`
+	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR" desc:"Listen address of the operator listener (/metrics, /debug/pprof/), never the API port; serve refuses to start when it is taken. Set to the empty string, metrics are off entirely (no listener, no instrumentation)."`
 	// LogLevel is the minimum slog level: debug, info, warn or error.
-	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info"`
+	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info" desc:"Minimum log level: debug, info, warn or error. Logs are JSON lines on stderr."`
 
 	// ShutdownTimeout bounds how long in-flight requests may run after
 	// SIGINT/SIGTERM before the server closes them.
-	ShutdownTimeout time.Duration `env:"FOODSAFE_SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	ShutdownTimeout time.Duration `env:"FOODSAFE_SHUTDOWN_TIMEOUT" envDefault:"20s" desc:"How long in-flight requests may finish after SIGINT or SIGTERM."`
 	// ReadHeaderTimeout limits slow-loris clients.
-	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"10s"`
+	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"10s" desc:"Time to read a request's headers."`
 	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s"`
+	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s" desc:"Time to read a whole request, body included."`
 	// WriteTimeout bounds writing a response.
-	WriteTimeout time.Duration `env:"FOODSAFE_WRITE_TIMEOUT" envDefault:"60s"`
+	WriteTimeout time.Duration `env:"FOODSAFE_WRITE_TIMEOUT" envDefault:"60s" desc:"Time to write a response."`
 	// IdleTimeout closes idle keep-alive connections.
-	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s"`
+	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s" desc:"How long an idle keep-alive connection stays open."`
 	// ReadyTimeout bounds the database probe of /health/ready.
-	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s"`
+	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s" desc:"Budget of each probe (database, file store) behind /health/ready."`
 
 	// RateLimit is the request budget per key (and per client IP for
 	// unauthenticated requests), per minute.
-	RateLimit int `env:"FOODSAFE_RATE_LIMIT" envDefault:"300"`
+	RateLimit int `env:"FOODSAFE_RATE_LIMIT" envDefault:"300" desc:"Requests per minute per key, and per client IP for unauthenticated or failed-auth requests."`
 	// KeyCache keeps authenticated keys in memory, dropped on every key
 	// change heard over LISTEN/NOTIFY (README, "Keys, scopes and access").
 	// Off, every request looks its key up. Needs a session-level
 	// connection for the listener (not a transaction-pooling proxy); off
 	// by itself on Citus.
-	KeyCache bool `env:"FOODSAFE_KEY_CACHE" envDefault:"true"`
+	KeyCache bool `env:"FOODSAFE_KEY_CACHE" envDefault:"true" desc:"Keep authenticated keys in memory, dropped on every key change heard over LISTEN/NOTIFY; false looks the key up on every request. Needs a session-level connection to PostgreSQL (not a transaction-pooling proxy); off by itself on Citus."`
 	// RedisURL, when set, shares rate-limit budgets between processes.
-	RedisURL string `env:"REDIS_URL"`
+	RedisURL string `env:"REDIS_URL" desc:"e.g. redis://127.0.0.1:6379/0; when set, all server processes share rate-limit budgets through Redis. Unset, each process counts its own."`
 	// RedisPrefix namespaces the limiter's Redis keys.
-	RedisPrefix string `env:"FOODSAFE_REDIS_PREFIX" envDefault:"foodsafe:ratelimit"`
+	RedisPrefix string `env:"FOODSAFE_REDIS_PREFIX" envDefault:"foodsafe:ratelimit" desc:"Namespace of the rate limiter's Redis keys (separate deployments sharing a Redis)."`
 
 	// MaxBodyBytes caps JSON request bodies (413 beyond).
-	MaxBodyBytes int64 `env:"FOODSAFE_MAX_BODY_BYTES" envDefault:"1048576"`
+	MaxBodyBytes int64 `env:"FOODSAFE_MAX_BODY_BYTES" envDefault:"1048576" desc:"Largest JSON request body; larger ones get 413 payload-too-large."`
 	// CursorKey signs pagination cursors; all processes must share it.
 	// Generated per process (with a warning) when empty.
-	CursorKey string `env:"FOODSAFE_CURSOR_KEY"`
+	CursorKey string `env:"FOODSAFE_CURSOR_KEY" desc:"Key (at least 32 characters) signing pagination cursors and the changesCursors partners keep for months; set the same value on every server. Unset, a random key per process (with a warning): cursors break across processes and restarts. Changing it sends every partner back to a full walk."`
 	// CursorTTL is how long a collection-walk cursor stays valid.
-	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h"`
+	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h" desc:"Lifetime of a collection walk, counted from its first page: every nextCursor of the walk stops working then (delivery cursors and changesCursors do not expire). Must be positive."`
 
 	// BlobURL selects the file store: empty keeps files on the local disk
 	// (BlobDir); s3://bucket/prefix?endpoint=...&region=...&path_style=true
 	// keeps them in an S3-compatible bucket, with credentials from the AWS
 	// environment (never in the URL), so servers hold no state.
-	BlobURL string `env:"FOODSAFE_BLOB_URL"`
+	BlobURL string `env:"FOODSAFE_BLOB_URL" desc:"Where uploaded files are kept. Unset: on the local disk (FOODSAFE_BLOB_DIR). s3://bucket[/prefix][?endpoint=URL&region=NAME&path_style=true]: in an S3-compatible bucket, with presigned download URLs; credentials come from the AWS SDK's default chain, never from the URL."`
 	// BlobDir is where the filesystem blob store keeps uploaded files.
-	BlobDir string `env:"FOODSAFE_BLOB_DIR" envDefault:".data/blobs"`
+	BlobDir string `env:"FOODSAFE_BLOB_DIR" envDefault:".data/blobs" desc:"Filesystem store only: where uploaded files are kept, content-addressed by SHA-256; use an absolute path in production."`
 	// URLKey signs the filesystem store's download URLs; all processes
 	// must share it. Generated per process (with a warning) when empty.
-	URLKey string `env:"FOODSAFE_URL_KEY"`
+	URLKey string `env:"FOODSAFE_URL_KEY" desc:"Filesystem store only: key (at least 32 characters) signing /v1/files download URLs; set the same value on every server. Unset, a random key per process (with a warning)."`
 	// MaxAssetBytes caps one uploaded file (413 beyond).
-	MaxAssetBytes int64 `env:"FOODSAFE_MAX_ASSET_BYTES" envDefault:"52428800"`
+	MaxAssetBytes int64 `env:"FOODSAFE_MAX_ASSET_BYTES" envDefault:"52428800" desc:"Largest uploaded file; larger ones get 413 payload-too-large."`
 	// UploadTimeout is the read deadline of a file upload and the write
 	// deadline of a download, which may take longer than a JSON exchange.
-	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m"`
+	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m" desc:"Read deadline of a file upload and write deadline of a download (they outlast a JSON exchange)."`
 	// MaxClockSkew is how far ahead of the server's clock a device's
 	// capturedAt (a delivery's occurredAt) may be; beyond it the write is
 	// refused, within it receivedAt is raised to capturedAt.
-	MaxClockSkew time.Duration `env:"FOODSAFE_MAX_CLOCK_SKEW" envDefault:"5m"`
+	MaxClockSkew time.Duration `env:"FOODSAFE_MAX_CLOCK_SKEW" envDefault:"5m" desc:"How far ahead of the server's clock a device's capturedAt (a delivery's occurredAt) may be: beyond, the write is a 400; within, receivedAt is raised to capturedAt."`
 	// SessionTTL is the lifetime of a mobile session token.
-	SessionTTL time.Duration `env:"FOODSAFE_SESSION_TTL" envDefault:"1h"`
+	SessionTTL time.Duration `env:"FOODSAFE_SESSION_TTL" envDefault:"1h" desc:"Lifetime of a mobile session token (never beyond its key's expiry)."`
 
 	// CompactAfter is how long a superseded version keeps its data: after
 	// it, the maintenance job drops the data and keeps the row (its
 	// mutation id answers replays forever). Longer than CursorTTL, since
 	// a walk reads versions superseded since its first page; 0 never
 	// compacts.
-	CompactAfter Days `env:"FOODSAFE_COMPACT_AFTER" envDefault:"25h"`
+	CompactAfter Days `env:"FOODSAFE_COMPACT_AFTER" envDefault:"25h" desc:"How long a superseded version of a record keeps its data; then maintenance drops the data and keeps the row, so its mutationId still answers replays. Longer than FOODSAFE_CURSOR_TTL (start-up refuses otherwise); 0 never compacts. Whole days (7d) or a Go duration."`
 	// AuditRetention is how long audit events are kept, a day partition
 	// at a time; 0 keeps them all.
-	AuditRetention Days `env:"FOODSAFE_AUDIT_RETENTION" envDefault:"400d"`
+	AuditRetention Days `env:"FOODSAFE_AUDIT_RETENTION" envDefault:"400d" desc:"How long audit events are kept; day partitions holding only older events are dropped whole. 0 keeps everything. Whole days (400d) or a Go duration."`
 	// BlobGrace is how long stored bytes are kept after their latest
 	// upload and after the last asset naming them died (record deleted,
 	// or naming another file); then the collector deletes them. Longer
 	// than UploadTimeout; 0 never deletes.
-	BlobGrace Days `env:"FOODSAFE_BLOB_GRACE" envDefault:"7d"`
+	BlobGrace Days `env:"FOODSAFE_BLOB_GRACE" envDefault:"7d" desc:"How long stored file bytes are kept after their last upload and after the last asset naming them died; then they are deleted (delivery images are kept forever). Longer than FOODSAFE_UPLOAD_TIMEOUT; 0 never deletes. Whole days (7d) or a Go duration."`
 	// MaintenanceInterval is how often `foodsafe serve` runs the
 	// maintenance jobs (one replica at a time); 0 runs none, for
 	// operators who run `foodsafe maintain` from cron instead.
-	MaintenanceInterval time.Duration `env:"FOODSAFE_MAINTENANCE_INTERVAL" envDefault:"10m"`
+	MaintenanceInterval time.Duration `env:"FOODSAFE_MAINTENANCE_INTERVAL" envDefault:"10m" desc:"How often serve runs the maintenance jobs (compaction, audit partitions, file collection; one replica at a time). 0 runs none, for operators who run foodsafe maintain --once from cron."`
 
 	// AuditFlushInterval is the longest an audit event waits in memory.
-	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s"`
+	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s" desc:"Longest time an audit event waits in memory before it is written."`
 	// AuditBatchSize flushes early once this many events are queued.
-	AuditBatchSize int `env:"FOODSAFE_AUDIT_BATCH_SIZE" envDefault:"500"`
+	AuditBatchSize int `env:"FOODSAFE_AUDIT_BATCH_SIZE" envDefault:"500" desc:"Audit events written per COPY."`
 	// AuditBufferSize bounds queued events; beyond it events are dropped
 	// (and the drop is logged) instead of blocking requests.
-	AuditBufferSize int `env:"FOODSAFE_AUDIT_BUFFER_SIZE" envDefault:"10000"`
+	AuditBufferSize int `env:"FOODSAFE_AUDIT_BUFFER_SIZE" envDefault:"10000" desc:"Audit events held in memory at most; beyond it new events are dropped and the drop is logged."`
 }
 
 // DefaultMetricsAddr keeps the operator listener on loopback: exposing it
@@ -125,11 +127,18 @@ const DefaultMetricsAddr = "127.0.0.1:9090"
 
 // Load reads the environment.
 func Load() (Config, error) {
+	return LoadFrom(env.ToMap(os.Environ()))
+}
+
+// LoadFrom reads the given environment (name -> value) instead of the
+// process's: the configuration reference reads the defaults through it, so
+// a default set in code (not in envDefault) is documented too.
+func LoadFrom(environ map[string]string) (Config, error) {
 	var c Config
-	if err := env.Parse(&c); err != nil {
+	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
-	if _, set := os.LookupEnv("FOODSAFE_METRICS_ADDR"); !set {
+	if _, set := environ["FOODSAFE_METRICS_ADDR"]; !set {
 		c.MetricsAddr = DefaultMetricsAddr
 	}
 	if err := c.check(); err != nil {

@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/foodsafe/foodsafe/internal/openapi"
+)
+
+// ToolDoc documents one MCP tool for the MCP reference
+// (docs/reference/mcp-tools.md, make docs).
+type ToolDoc struct {
+	Name, Title, Description string
+	// Route is the REST route the tool is the other face of, e.g.
+	// "GET /v1/restaurants/{restaurantId}/deliveries".
+	Route string
+	// Scopes are the scopes the tool needs on the restaurant it names
+	// (none: any grant on it, or no restaurant argument).
+	Scopes    []string
+	Arguments []ToolArg
+}
+
+// ToolArg is one argument of a tool, from its input schema.
+type ToolArg struct {
+	Name, Type, Description string
+	Required               bool
+}
+
+// Tools documents the MCP tools, sorted by name, from the same tool and
+// route tables (and input schemas) the server is built from.
+func Tools() ([]ToolDoc, error) {
+	routes := (&API{}).routes()
+	tools, err := buildTools(routes)
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]string{}
+	for _, r := range routes {
+		paths[r.Doc.ID] = r.Method + " " + openapi.OpenAPIPath(r.Path)
+	}
+	docs := make([]ToolDoc, 0, len(tools))
+	for _, t := range tools {
+		d := ToolDoc{Name: t.name, Title: t.title, Description: t.description, Route: paths[t.route]}
+		if t.need != nil {
+			d.Scopes = t.need.names
+		}
+		in, err := inputSchema(t.args)
+		if err != nil {
+			return nil, err
+		}
+		for name, p := range in.Properties {
+			typ := p.Type
+			if typ == "" {
+				typ = strings.Join(p.Types, " or ")
+			}
+			if len(p.Enum) > 0 {
+				typ = fmt.Sprintf("%s (one of %d values)", typ, len(p.Enum))
+			}
+			d.Arguments = append(d.Arguments, ToolArg{Name: name, Type: typ, Description: p.Description,
+				Required: slices.Contains(in.Required, name)})
+		}
+		slices.SortFunc(d.Arguments, func(a, b ToolArg) int { return strings.Compare(a.Name, b.Name) })
+		docs = append(docs, d)
+	}
+	slices.SortFunc(docs, func(a, b ToolDoc) int { return strings.Compare(a.Name, b.Name) })
+	return docs, nil
+}
