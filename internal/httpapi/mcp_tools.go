@@ -198,8 +198,6 @@ func (t *mcpTool) define() error {
 	if err != nil {
 		return err
 	}
-	expandProse(in)
-	expandProse(out)
 	t.required = in.Required
 	t.argKinds = map[string]reflect.Kind{}
 	for _, f := range reflect.VisibleFields(t.args) {
@@ -225,7 +223,8 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 }
 
 // inputSchema is the schema of a tool's arguments, with the bounds and
-// patterns REST's parameters have.
+// patterns REST's parameters have and the numbers of its descriptions
+// filled in (expandProse).
 func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypes})
 	if err != nil {
@@ -251,6 +250,7 @@ func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 			p.Pattern = `^[A-Za-z0-9_-]*$`
 		}
 	}
+	expandProse(s)
 	return s, nil
 }
 
@@ -260,6 +260,7 @@ func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	expandProse(s)
 	return nonNullable(s, false), nil
 }
 
