@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,79 @@ func TestPanicIsOpaque500(t *testing.T) {
 	require.Contains(t, logs, `"request_id":"panic-req-1"`)
 	// The server survives.
 	require.Equal(t, http.StatusOK, a.get("/health/live").Status)
+}
+
+// Each failure is logged once at ERROR, with its cause and request id: a
+// panic (its value and stack), an internal error over REST and over MCP.
+// The access line of a 5xx is a WARN, and an unavailable database (a 503
+// clients retry, not a fault) writes no ERROR at all.
+func TestOneFailureOneErrorLine(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRoutes(func(e *gin.Engine) {
+		e.GET("/test/panic", func(*gin.Context) { panic("the cause of the panic") })
+	}))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+	// byLevel splits a request's log lines into its ERROR lines and its
+	// access line.
+	byLevel := func(requestID string) (errs []map[string]any, access map[string]any) {
+		t.Helper()
+		for _, l := range a.logLines(requestID) {
+			switch {
+			case l["msg"] == "request":
+				require.Nil(t, access, "one access line")
+				access = l
+			case l["level"] == "ERROR":
+				errs = append(errs, l)
+			}
+		}
+		require.NotNil(t, access, "the access line of %s", requestID)
+		return errs, access
+	}
+
+	requireProblem(t, a.get("/test/panic", "X-Request-ID", "fail-panic"), http.StatusInternalServerError, "internal-error")
+	errs, access := byLevel("fail-panic")
+	require.Len(t, errs, 1, "%v", errs)
+	require.Equal(t, "panic", errs[0]["msg"])
+	require.Equal(t, "the cause of the panic", errs[0]["panic"])
+	require.Contains(t, errs[0]["stack"], "foundation_test.go")
+	require.Equal(t, "/test/panic", errs[0]["route"])
+	require.Equal(t, "WARN", access["level"])
+	require.EqualValues(t, http.StatusInternalServerError, access["status"])
+
+	// A table gone from under the service: an opaque 500, whose cause is
+	// the database's error.
+	execSQL(t, a.cfg.DatabaseURL, `ALTER TABLE deliveries RENAME TO deliveries_elsewhere`)
+	requireProblem(t, a.getAs(key, "/v1/restaurants/r1/deliveries?from=0&to=10", "X-Request-ID", "fail-internal"),
+		http.StatusInternalServerError, "internal-error")
+	errs, access = byLevel("fail-internal")
+	require.Len(t, errs, 1, "%v", errs)
+	require.Equal(t, "internal error", errs[0]["msg"])
+	require.Contains(t, errs[0]["error"], "deliveries")
+	require.Equal(t, "WARN", access["level"])
+	require.EqualValues(t, http.StatusInternalServerError, access["status"])
+
+	// The same failure through a tool: a tool error naming the request id,
+	// whose POST answered 200.
+	text := a.mcpConnect(t, key, rev2026).toolErr("list_deliveries", map[string]any{"restaurantId": "r1", "from": "0", "to": "10"})
+	m := regexp.MustCompile(`\(requestId ([^)]+)\)`).FindStringSubmatch(text)
+	require.Len(t, m, 2, "the tool error names the request id: %s", text)
+	errs, access = byLevel(m[1])
+	require.Len(t, errs, 1, "%v", errs)
+	require.Equal(t, "internal error", errs[0]["msg"])
+	require.Equal(t, "/mcp list_deliveries", errs[0]["route"])
+	require.Contains(t, errs[0]["error"], "deliveries")
+	require.Equal(t, "INFO", access["level"])
+	require.EqualValues(t, http.StatusOK, access["status"])
+	require.Equal(t, 3, strings.Count(a.logs.String(), `"level":"ERROR"`), "three failures, three ERROR lines")
+
+	unseen := a.newKey(grant("r1", "deliveries:read")) // not in the key cache: authenticating it queries
+	a.svc.Store.Close()                                // every query is refused from now on
+	requireProblem(t, a.getAs(unseen, "/v1/restaurants", "X-Request-ID", "fail-unavailable"),
+		http.StatusServiceUnavailable, "dependency-unavailable")
+	errs, access = byLevel("fail-unavailable")
+	require.Empty(t, errs)
+	require.Equal(t, "WARN", access["level"])
 }
 
 func TestMalformedQueryIs400(t *testing.T) {

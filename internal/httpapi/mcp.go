@@ -246,16 +246,18 @@ func (a *API) observe(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// logPanic is the one ERROR line of a panic on the SDK's goroutines (the
+// answer is a JSON-RPC error or a tool error, so the access line is an
+// INFO), and marks the call for the audit trail.
 func (a *API) logPanic(ctx context.Context, call *mcpCall, method string, rec any) {
-	attrs := []slog.Attr{slog.String("route", mcpPath), slog.String("method", method), slog.String("panic", fmt.Sprint(rec)),
-		slog.String("stack", stack())}
+	reqID := ""
 	if call != nil {
-		attrs = append(attrs, slog.String("request_id", call.requestID))
+		reqID = call.requestID
 		call.mu.Lock()
 		call.panicked = true
 		call.mu.Unlock()
 	}
-	a.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "panic", attrs...)
+	a.logFailure(ctx, reqID, mcpPath+" "+method, recovered(rec))
 }
 
 // mcpPath is the route of the MCP endpoint.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -111,8 +112,9 @@ func routeOf(c *gin.Context) string {
 	return "(unmatched)"
 }
 
-// recoverer turns a panic into a logged stack and a 500 problem that says
-// nothing about the internals. http.ErrAbortHandler keeps its meaning.
+// recoverer turns a panic into a 500 problem that says nothing about the
+// internals; its value and stack are the failure's one ERROR line
+// (logFailure). http.ErrAbortHandler keeps its meaning.
 func (a *API) recoverer(c *gin.Context) {
 	defer func() {
 		rec := recover()
@@ -122,32 +124,59 @@ func (a *API) recoverer(c *gin.Context) {
 		if rec == http.ErrAbortHandler {
 			panic(rec)
 		}
-		a.log.LogAttrs(c.Request.Context(), slog.LevelError, "panic", logAttrs(c,
-			slog.String("route", routeOf(c)),
-			slog.String("panic", fmt.Sprint(rec)),
-			slog.String("stack", stack()))...)
+		err := recovered(rec)
 		if c.Writer.Written() {
+			a.logFailure(c.Request.Context(), requestID(c), routeOf(c), err)
 			c.Abort()
 			return
 		}
-		a.fail(c, apperr.New(apperr.Internal, "panic"))
+		a.fail(c, err)
 	}()
 	c.Next()
 }
 
-// stack is the calling goroutine's stack, for the log of a panic.
-func stack() string { return string(debug.Stack()) }
+// panicError is a recovered panic as a failure: its value, and the stack
+// where it happened.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (p *panicError) Error() string { return fmt.Sprint("panic: ", p.value) }
+
+// recovered wraps what recover returned, with the stack of the goroutine
+// that panicked (a deferred call still runs on it).
+func recovered(rec any) *panicError {
+	return &panicError{value: rec, stack: string(debug.Stack())}
+}
+
+// logFailure writes the one ERROR line of a failure: its cause (a panic's
+// value and stack), the request and trace ids, and the route. Neither the
+// access line nor any other layer repeats it at ERROR.
+func (a *API) logFailure(ctx context.Context, reqID, route string, err error) {
+	msg, attrs := "internal error", ctxLogAttrs(ctx, reqID, slog.String("route", route))
+	if p, ok := errors.AsType[*panicError](err); ok {
+		msg = "panic"
+		attrs = append(attrs, slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", p.stack))
+	} else {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	a.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, msg, attrs...)
+}
 
 // accessLog writes one structured line per request. It logs the path
 // without its query string (signed URLs and cursors live there) and never
-// any header, so credentials cannot leak into logs.
+// any header, so credentials cannot leak into logs. A 5xx line is a
+// WARN: the failure itself has its own line (an ERROR with the cause for
+// an internal error or a panic, a WARN for an unavailable dependency),
+// and the access line is not a second report of it.
 func (a *API) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	status := c.Writer.Status()
 	level := slog.LevelInfo
 	if status >= 500 {
-		level = slog.LevelError
+		level = slog.LevelWarn
 	}
 	attrs := logAttrs(c,
 		slog.String("method", c.Request.Method),

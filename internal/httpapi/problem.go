@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -68,8 +69,7 @@ func (a *API) classify(ctx context.Context, reqID, route string, err error) (app
 	detail := e.Detail
 	switch {
 	case kind.Code == apperr.Internal:
-		a.log.LogAttrs(ctx, slog.LevelError, "internal error",
-			ctxLogAttrs(ctx, reqID, slog.String("route", route), slog.Any("error", err))...)
+		a.logFailure(ctx, reqID, route, err)
 		detail = internalDetail
 	case kind.Status >= 500:
 		a.log.LogAttrs(ctx, slog.LevelWarn, string(kind.Code),
@@ -100,8 +100,9 @@ const statusClientClosedRequest = 499
 // fail aborts the handler chain with a problem document for err. When the
 // client has gone (its request context is cancelled), the failure is the
 // consequence, not a fault: it is recorded as 499, not as an internal error.
+// A panic is a fault whoever hung up.
 func (a *API) fail(c *gin.Context, err error) {
-	if c.Request.Context().Err() != nil {
+	if _, panicked := errors.AsType[*panicError](err); c.Request.Context().Err() != nil && !panicked {
 		a.log.LogAttrs(context.WithoutCancel(c.Request.Context()), slog.LevelInfo, "client closed request",
 			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		c.AbortWithStatus(statusClientClosedRequest)
