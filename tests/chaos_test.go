@@ -3,19 +3,17 @@ package tests
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/foodsafe/foodsafe/internal/testdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 // chaosKills is how many times the database connections are cut: a short
@@ -35,10 +33,12 @@ func chaosKills(t *testing.T) int {
 // under load of writers and readers, is only ever a 503 that clients retry:
 // never a 500. Two ways to lose it: the server ends the sessions
 // (pg_terminate_backend: the client reads an admin-shutdown error), and
-// the network drops them (a TCP proxy between service and PostgreSQL
-// resets every connection: the client sees resets and EOFs mid-message).
-// Every write acknowledged with 200 is stored, and every write refused with
-// 503 succeeds when retried.
+// the network drops them (toxiproxy between service and PostgreSQL is
+// stopped and started again: every connection is closed mid-flight, the
+// client reads EOFs mid-message, and connects are refused meanwhile).
+// Every cut ends every connection of the pool, so the service must open
+// new ones before it answers again; every write acknowledged with 200 is
+// stored, and every write refused with 503 succeeds when retried.
 func TestConnectionLossIsNever500(t *testing.T) {
 	t.Parallel()
 	t.Run("terminate backends", func(t *testing.T) {
@@ -47,23 +47,31 @@ func TestConnectionLossIsNever500(t *testing.T) {
 		admin, err := pgx.Connect(context.Background(), a.cfg.DatabaseURL+"&application_name=chaos")
 		require.NoError(t, err)
 		defer admin.Close(context.Background())
+		terminated := 0
 		connectionChaos(t, a, func() {
-			_, err := admin.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-				WHERE datname = current_database() AND application_name = 'foodsafe'`)
-			require.NoError(t, err)
+			var n int
+			require.NoError(t, admin.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+				FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'foodsafe'`).Scan(&n))
+			terminated += n
 		})
+		t.Logf("%d backends terminated", terminated)
 	})
-	t.Run("reset connections", func(t *testing.T) {
+	t.Run("drop connections", func(t *testing.T) {
 		t.Parallel()
-		dbURL := testdb.URL(t)
-		p := startTCPProxy(t, dbURL)
-		a := newApp(t, withDatabaseURL(p.url))
-		connectionChaos(t, a, p.resetAll)
+		proxy, dbURL := newDBProxy(t, testdb.URL(t))
+		a := newApp(t, withDatabaseURL(dbURL))
+		connectionChaos(t, a, func() {
+			proxy.p.Stop()
+			require.NoError(t, proxy.p.Start())
+		})
 	})
 }
 
 // connectionChaos runs writers and readers against a and calls cut over
-// and over, each time after the service made progress.
+// and over, each time after requests that started after the previous cut
+// succeeded. After each cut it checks that the pool had to open new
+// connections: a cut that ended none (a proxy or terminator that does
+// nothing) fails the test.
 func connectionChaos(t *testing.T, a *app, cut func()) {
 	t.Helper()
 	a.addRestaurants("r1")
@@ -76,19 +84,22 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 		mutation string
 	}
 	var (
-		stop     atomic.Bool
-		progress = make(chan struct{}, 1024)
+		stop atomic.Bool
+		// cuts counts the cuts so far; a request notes it when it starts.
+		cuts atomic.Int64
+		// progress receives, for each success, the cuts before its start.
+		progress = make(chan int64, 1024)
 		mu       sync.Mutex
 		results  []outcome
 		wg       sync.WaitGroup
 	)
-	record := func(o outcome) {
+	record := func(o outcome, cutsAtStart int64) {
 		mu.Lock()
 		results = append(results, o)
 		mu.Unlock()
 		if o.status == http.StatusOK {
 			select {
-			case progress <- struct{}{}:
+			case progress <- cutsAtStart:
 			default:
 			}
 		}
@@ -99,8 +110,9 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 			defer wg.Done()
 			for i := 0; !stop.Load(); i++ {
 				m := fmt.Sprintf("w%d-%d", w, i)
+				c := cuts.Load()
 				r := a.ingest(key, "r1", "areas", m, m, snapshot("r1", m, m, 1, false, area(m)))
-				record(outcome{r.Status, string(r.Body), m})
+				record(outcome{r.Status, string(r.Body), m}, c)
 			}
 		}()
 	}
@@ -109,19 +121,31 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
+				c := cuts.Load()
 				r := a.getAs(key, recordsPath("r1", "areas")+"?limit=20")
-				record(outcome{r.Status, string(r.Body), ""})
+				record(outcome{r.Status, string(r.Body), ""}, c)
 			}
 		}()
 	}
-	kills := chaosKills(t)
-	for k := 0; k < kills; k++ {
-		// Cut only after the service made progress since the last cut, so
-		// every cut lands on a working pool (no timing involved).
-		for i := 0; i < 5; i++ {
-			<-progress
+	// recovered waits for five successes of requests that started after
+	// the last cut (no timing involved).
+	recovered := func() {
+		for n := 0; n < 5; {
+			if <-progress == cuts.Load() {
+				n++
+			}
 		}
+	}
+	pool := a.svc.Store.Pool()
+	kills := chaosKills(t)
+	recovered()
+	for k := 1; k <= kills; k++ {
+		opened := pool.Stat().NewConnsCount()
 		cut()
+		cuts.Store(int64(k))
+		recovered()
+		require.Greater(t, pool.Stat().NewConnsCount(), opened,
+			"cut %d: requests succeeded after it without a new connection, so it ended none", k)
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -138,7 +162,8 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 			}
 		}
 	}
-	t.Logf("%s: %d connection cuts: %v", t.Name(), kills, counts)
+	t.Logf("%s: %d connection cuts, %d connections opened: %v", t.Name(), kills, pool.Stat().NewConnsCount(), counts)
+	require.Positive(t, counts[http.StatusServiceUnavailable], "requests met the cuts")
 	require.NotContains(t, a.logs.String(), `"status":500`)
 
 	// Nothing acknowledged was lost; everything refused goes through now,
@@ -163,54 +188,4 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 		r := retry(func() response { return a.ingest(key, "r1", "areas", m, m, snapshot("r1", m, m, 1, false, area(m))) })
 		require.Equal(t, http.StatusOK, r.Status, "retry of %s: %s", m, r.Body)
 	}
-}
-
-// tcpProxy forwards connections to PostgreSQL and can drop them all at once
-// the way a failing network does: a TCP reset, mid-message if need be.
-type tcpProxy struct {
-	url   string
-	mu    sync.Mutex
-	conns []*net.TCPConn
-}
-
-func startTCPProxy(t *testing.T, dbURL string) *tcpProxy {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	target := u.Host
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	u.Host = ln.Addr().String()
-	p := &tcpProxy{url: u.String()}
-	t.Cleanup(func() { ln.Close(); p.resetAll() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c.(*net.TCPConn), up.(*net.TCPConn))
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-// resetAll aborts every proxied connection with a TCP reset.
-func (p *tcpProxy) resetAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		_ = c.SetLinger(0)
-		_ = c.Close()
-	}
-	p.conns = nil
 }

@@ -345,8 +345,16 @@ func TestGracefulShutdownIsBounded(t *testing.T) {
 	<-hanging
 	cancel()
 	// The handler never returns on its own, so Serve returning at all is
-	// the bound; the test's own deadline fails it otherwise.
-	require.NoError(t, <-served, "a forced close after the drain timeout is not an error")
+	// the bound. The test's own limit is far above the drain timeout (a
+	// loaded machine may be slow to schedule the close), far below the
+	// suite's.
+	const limit = time.Minute
+	select {
+	case err := <-served:
+		require.NoError(t, err, "a forced close after the drain timeout is not an error")
+	case <-time.After(limit):
+		require.FailNowf(t, "shutdown hangs", "Serve still running %v after its context ended, with a drain timeout of 200ms", limit)
+	}
 }
 
 // A database that cannot be reached is a retryable 503, never a 500.
