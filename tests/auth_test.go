@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,20 +17,9 @@ func TestUnauthorizedMatrix(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
 	a.addRestaurants("r1")
-	good := a.newKey(grant("r1", "deliveries:read"))
-	revoked := a.newKey(grant("r1", "deliveries:read"))
-	_, err := a.store().KeyRevoke(context.Background(), publicID(t, revoked))
-	require.NoError(t, err)
-	past := time.Now().Add(-time.Minute)
-	expired := a.newKeyExpiring(&past, grant("r1", "deliveries:read"))
-	noGrants := a.newKey(grant("r1", "deliveries:read"))
-	_, err = a.store().KeyUngrant(context.Background(), publicID(t, noGrants), "r1", nil)
-	require.NoError(t, err)
+	k := a.newRefusedKeys()
+	good := k.good
 	unknown := auth.NewKey().Full
-	wrongSecret := good[:len(good)-4] + "AAAA"
-	if wrongSecret == good {
-		wrongSecret = good[:len(good)-4] + "BBBB"
-	}
 
 	cases := map[string]struct {
 		header    string
@@ -46,10 +34,10 @@ func TestUnauthorizedMatrix(t *testing.T) {
 		"short public id":      {"Bearer fsk_abc." + secretOf(good), `error="invalid_token"`, "not `Bearer <key>`"},
 		"truncated secret":     {"Bearer " + good[:len(good)-1], `error="invalid_token"`, "not `Bearer <key>`"},
 		"unknown key":          {"Bearer " + unknown, `error="invalid_token"`, "unknown, revoked, expired"},
-		"wrong secret":         {"Bearer " + wrongSecret, `error="invalid_token"`, "unknown, revoked, expired"},
-		"revoked key":          {"Bearer " + revoked, `error="invalid_token"`, "unknown, revoked, expired"},
-		"expired key":          {"Bearer " + expired, `error="invalid_token"`, "unknown, revoked, expired"},
-		"key without grants":   {"Bearer " + noGrants, `error="invalid_token"`, "unknown, revoked, expired"},
+		"wrong secret":         {"Bearer " + k.wrongSecret, `error="invalid_token"`, "unknown, revoked, expired"},
+		"revoked key":          {"Bearer " + k.revoked, `error="invalid_token"`, "unknown, revoked, expired"},
+		"expired key":          {"Bearer " + k.expired, `error="invalid_token"`, "unknown, revoked, expired"},
+		"key without grants":   {"Bearer " + k.noGrants, `error="invalid_token"`, "unknown, revoked, expired"},
 		"session-token prefix": {"Bearer fst_" + strings.TrimPrefix(unknown, "fsk_"), `error="invalid_token"`, "unknown, revoked, expired"},
 	}
 	var bodies []string

@@ -41,6 +41,35 @@ func (a *app) newKeyExpiring(expires *time.Time, grants ...auth.Grant) string {
 	return issued.Full
 }
 
+// refusedKeys are a good key of restaurant r1 (deliveries:read) and one
+// credential for each way a key is refused: revoked, expired, left
+// without grants, and the good key with a wrong secret.
+type refusedKeys struct {
+	good, revoked, expired, noGrants, wrongSecret string
+}
+
+// newRefusedKeys issues the keys of refusedKeys; r1 must exist.
+func (a *app) newRefusedKeys() refusedKeys {
+	a.t.Helper()
+	ctx := context.Background()
+	past := time.Now().Add(-time.Minute)
+	k := refusedKeys{
+		good:     a.newKey(grant("r1", "deliveries:read")),
+		revoked:  a.newKey(grant("r1", "deliveries:read")),
+		expired:  a.newKeyExpiring(&past, grant("r1", "deliveries:read")),
+		noGrants: a.newKey(grant("r1", "deliveries:read")),
+	}
+	_, err := a.store().KeyRevoke(ctx, publicID(a.t, k.revoked))
+	require.NoError(a.t, err)
+	_, err = a.store().KeyUngrant(ctx, publicID(a.t, k.noGrants), "r1", nil)
+	require.NoError(a.t, err)
+	k.wrongSecret = k.good[:len(k.good)-4] + "AAAA"
+	if k.wrongSecret == k.good {
+		k.wrongSecret = k.good[:len(k.good)-4] + "BBBB"
+	}
+	return k
+}
+
 // publicID is the public half of a full key.
 func publicID(t testing.TB, key string) string {
 	t.Helper()

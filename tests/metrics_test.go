@@ -206,15 +206,7 @@ func TestMetricsAuthOutcomes(t *testing.T) {
 	var offset time.Duration
 	a := newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(offset) }))
 	a.addRestaurants("r1", "r2")
-	good := a.newKey(grant("r1", "deliveries:read"))
-	revoked := a.newKey(grant("r1", "deliveries:read"))
-	_, err := a.store().KeyRevoke(context.Background(), publicID(t, revoked))
-	require.NoError(t, err)
-	past := time.Now().Add(-time.Minute)
-	expired := a.newKeyExpiring(&past, grant("r1", "deliveries:read"))
-	noGrants := a.newKey(grant("r1", "deliveries:read"))
-	_, err = a.store().KeyUngrant(context.Background(), publicID(t, noGrants), "r1", nil)
-	require.NoError(t, err)
+	k := a.newRefusedKeys()
 	device := a.newKey(grant("r1", "areas:write"), grant("r2", "areas:write"))
 
 	before := a.scrape()
@@ -230,12 +222,12 @@ func TestMetricsAuthOutcomes(t *testing.T) {
 	unauthorized("Basic dXNlcjpwYXNz")
 	unauthorized("Bearer not-a-key")
 	unauthorized("Bearer " + auth.NewKey().Full)
-	unauthorized("Bearer " + good[:len(good)-4] + "AAAA")
-	unauthorized("Bearer " + revoked)
-	unauthorized("Bearer " + expired)
-	unauthorized("Bearer " + noGrants)
+	unauthorized("Bearer " + k.wrongSecret)
+	unauthorized("Bearer " + k.revoked)
+	unauthorized("Bearer " + k.expired)
+	unauthorized("Bearer " + k.noGrants)
 	unauthorized("Bearer " + auth.NewToken().Full)
-	require.Equal(t, http.StatusOK, a.getAs(good, "/v1/restaurants").Status)
+	require.Equal(t, http.StatusOK, a.getAs(k.good, "/v1/restaurants").Status)
 
 	var s sessionDoc
 	a.openSession(device, nil).JSON(t, &s) // key ok
@@ -244,7 +236,7 @@ func TestMetricsAuthOutcomes(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.getAs(s.AccessToken, "/v1/restaurants").Status)
 	// A grant removed behind the CLI's back (keys ungrant also deletes the
 	// token; this is the check that remains at authentication).
-	_, err = a.store().Pool().Exec(context.Background(),
+	_, err := a.store().Pool().Exec(context.Background(),
 		`DELETE FROM key_grants g USING api_keys k WHERE g.key_id = k.id AND k.public_id = $1 AND g.restaurant_id = 'r1'`, publicID(t, device))
 	require.NoError(t, err)
 	unauthorized("Bearer " + s.AccessToken) // grants-changed

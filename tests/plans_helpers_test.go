@@ -2,7 +2,10 @@ package tests
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -140,8 +143,11 @@ func (n planNode) walk(f func(planNode)) {
 // shardSuffix is what Citus appends to the names of a shard's indexes.
 var shardSuffix = regexp.MustCompile(`_[0-9]+$`)
 
-// explain returns the plan of q, as a custom plan for its arguments or as
-// the generic plan a prepared statement may settle on.
+// explain prepares q under a name and explains its execution with q's
+// arguments: a custom plan for them, or (generic) the plan the prepared
+// statement would cache for any arguments, which then shows its
+// parameters as $n. (EXPLAIN of the statement with protocol parameters
+// would plan it for those values whatever plan_cache_mode says.)
 func explain(t testing.TB, dbURL string, q sentQuery, generic bool) planNode {
 	t.Helper()
 	ctx := context.Background()
@@ -153,13 +159,79 @@ func explain(t testing.TB, dbURL string, q sentQuery, generic bool) planNode {
 	}
 	_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
 	require.NoError(t, err)
+	sd, err := conn.Prepare(ctx, "", q.SQL)
+	require.NoError(t, err)
+	// EXECUTE's arguments cannot be protocol parameters (a utility
+	// statement declares none), so they are spelled as typed literals.
+	types := make([]string, len(sd.ParamOIDs))
+	params := make([]string, len(sd.ParamOIDs))
+	require.Len(t, q.Args, len(sd.ParamOIDs))
+	for i, oid := range sd.ParamOIDs {
+		dt, ok := conn.TypeMap().TypeForOID(oid)
+		require.True(t, ok, "parameter type %d", oid)
+		types[i] = dt.Name
+		arg := q.Args[i]
+		if raw, ok := arg.([]byte); ok && (dt.Name == "jsonb" || dt.Name == "json") {
+			arg = string(raw)
+		}
+		params[i] = sqlLiteral(t, arg) + "::" + dt.Name
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("PREPARE hot(%s) AS %s", strings.Join(types, ", "), q.SQL))
+	require.NoError(t, err)
 	var raw []byte
-	require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+q.SQL, q.Args...).Scan(&raw))
+	explain := "EXPLAIN (FORMAT JSON, VERBOSE) EXECUTE hot"
+	if len(params) > 0 {
+		explain += "(" + strings.Join(params, ", ") + ")"
+	}
+	require.NoError(t, conn.QueryRow(ctx, explain).Scan(&raw), explain)
+	if generic && len(params) > 0 {
+		require.Contains(t, string(raw), "$1", "not a generic plan: %s", raw)
+	}
 	var doc []struct {
 		Plan planNode `json:"Plan"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc), "%s", raw)
 	return doc[0].Plan
+}
+
+// sqlLiteral spells a statement argument as SQL text.
+func sqlLiteral(t testing.TB, v any) string {
+	t.Helper()
+	if valuer, ok := v.(driver.Valuer); ok {
+		var err error
+		v, err = valuer.Value()
+		require.NoError(t, err)
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return quote(v)
+	case []byte:
+		return quote(`\x` + hex.EncodeToString(v))
+	case json.RawMessage:
+		return quote(string(v))
+	case []string:
+		for i := range v {
+			v[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v[i]) + `"`
+		}
+		return quote("{" + strings.Join(v, ",") + "}")
+	case bool, int, int16, int32, int64:
+		return fmt.Sprint(v)
+	case *int64:
+		if v == nil {
+			return "NULL"
+		}
+		return fmt.Sprint(*v)
+	case *string:
+		if v == nil {
+			return "NULL"
+		}
+		return quote(*v)
+	}
+	require.Failf(t, "no literal", "argument of type %T", v)
+	return ""
 }
 
 // requireIndexOnlyPlan asserts the plan reads through index and never
