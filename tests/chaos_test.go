@@ -127,6 +127,10 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 			}
 		}()
 	}
+	// Workers stop before the test ends, also when an assertion below
+	// ends it early: none may report to a finished test.
+	stopWorkers := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
+	defer stopWorkers()
 	// recovered waits for five successes of requests that started after
 	// the last cut (no timing involved).
 	recovered := func() {
@@ -147,8 +151,7 @@ func connectionChaos(t *testing.T, a *app, cut func()) {
 		require.Greater(t, pool.Stat().NewConnsCount(), opened,
 			"cut %d: requests succeeded after it without a new connection, so it ended none", k)
 	}
-	stop.Store(true)
-	wg.Wait()
+	stopWorkers()
 
 	counts := map[int]int{}
 	var refused []string
