@@ -122,8 +122,14 @@ type Config struct {
 }
 
 // DefaultMetricsAddr keeps the operator listener on loopback: exposing it
-// (pprof included) is a deliberate decision of the operator.
-const DefaultMetricsAddr = "127.0.0.1:9090"
+// (pprof included) is a deliberate decision of the operator. Its port is
+// the one Go's net/http/pprof documentation uses, outside the ports of the
+// tools that run beside a service: not Prometheus (9090), the
+// Pushgateway (9091), Alertmanager (9093), node_exporter (9100) or the
+// rest of the 9100-9999 range Prometheus allocates to exporters, not
+// Grafana (3000), Loki (3100) or an OpenTelemetry collector (4317, 4318,
+// 8888). On 9090 a host running Prometheus refused to start the service.
+const DefaultMetricsAddr = "127.0.0.1:6060"
 
 // Load reads the environment.
 func Load() (Config, error) {
