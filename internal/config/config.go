@@ -31,7 +31,7 @@ type Config struct {
 	// DefaultMetricsAddr; set to the empty string, it turns metrics off
 	// (no listener, no instrumentation). Not an envDefault: the env
 	// library would put the default back for an empty value.
-	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR" desc:"Listen address of the operator listener (/metrics, /debug/pprof/), never the API port; serve refuses to start when it is taken. Set to the empty string, metrics are off entirely (no listener, no instrumentation)."`
+	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR" desc:"Listen address of the operator listener (/metrics, /debug/pprof/), never the API port; serve refuses to start when it is taken, naming this variable. Set to the empty string, metrics are off entirely (no listener, no instrumentation)."`
 	// LogLevel is the minimum slog level: debug, info, warn or error.
 	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info" desc:"Minimum log level: debug, info, warn or error. Logs are JSON lines on stderr."`
 
