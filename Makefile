@@ -17,27 +17,61 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench bench-http load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-http load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
 	$(GO) build -o bin/foodsafe-sync ./cmd/foodsafe-sync
 
-DEMO_KEY     := .data/demo-key
+## image: a minimal OCI image IMAGE (default foodsafe:VERSION) holding
+## static builds of foodsafe (the entrypoint) and foodsafe-sync, CA
+## certificates and time-zone data from this host, run as user 65532
+## (deploy/image/Dockerfile; README, "Container image"). Needs docker.
+IMAGE        ?= foodsafe:$(VERSION)
+IMAGE_DIR    := .artifacts/image
+image:
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/bin $(IMAGE_DIR)/etc/ssl/certs $(IMAGE_DIR)/data/blobs
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe ./cmd/foodsafe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe-sync ./cmd/foodsafe-sync
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/etc/ssl/certs/
+	cp -rL /usr/share/zoneinfo $(IMAGE_DIR)/zoneinfo
+	printf 'root:x:0:0:root:/:/sbin/nologin\nfoodsafe:x:65532:65532:foodsafe:/data:/sbin/nologin\n' > $(IMAGE_DIR)/etc/passwd
+	printf 'root:x:0:\nfoodsafe:x:65532:\n' > $(IMAGE_DIR)/etc/group
+	docker build -q -f deploy/image/Dockerfile -t $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
+		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) $(IMAGE_DIR)
+	@docker image inspect $(IMAGE) --format 'built $(IMAGE): {{.Size}} bytes, user {{.Config.User}}'
+
+## DATA is where `make run` keeps its state: the demo key and the
+## development cursor and URL keys (uploaded files go to FOODSAFE_BLOB_DIR,
+## .data/blobs by default).
+DATA         ?= .data
+DEMO_KEY     := $(DATA)/demo-key
+DEV_KEYS     := $(DATA)/cursor-key $(DATA)/url-key
 
 ## run: create the database if missing, migrate, load the demo restaurant on
-## first start (its key is kept in .data/demo-key), serve on FOODSAFE_ADDR.
-run: build
+## first start (its key is kept in $(DATA)/demo-key), serve on FOODSAFE_ADDR.
+## FOODSAFE_CURSOR_KEY and FOODSAFE_URL_KEY come from the environment, else
+## from $(DATA)/cursor-key and $(DATA)/url-key (made once), so changes
+## cursors and signed URLs survive a restart.
+run: build $(DEV_KEYS)
 	$(BIN) migrate --create-database
 	@# The kept key must be an active key of this database (DATABASE_URL may
 	@# have changed, or the database been dropped); otherwise load the demo
 	@# (once per database) and keep its new key.
 	@pub=$$(sed -nE 's/^fsk_([a-z0-9]+)\..*/\1/p' $(DEMO_KEY) 2>/dev/null); \
 	if [ -z "$$pub" ] || ! $(BIN) keys list --json | tr -d ' \n' | grep -q "\"publicId\":\"$$pub\",[^}]*\"state\":\"active\""; then \
-		mkdir -p .data && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
+		mkdir -p $(DATA) && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
 	fi
 	@echo "demo key (kept in $(DEMO_KEY)): $$(cat $(DEMO_KEY))"
-	$(BIN) serve
+	FOODSAFE_CURSOR_KEY="$${FOODSAFE_CURSOR_KEY:-$$(cat $(DATA)/cursor-key)}" \
+	FOODSAFE_URL_KEY="$${FOODSAFE_URL_KEY:-$$(cat $(DATA)/url-key)}" \
+	exec $(BIN) serve
+
+# A development signing key: 32 random bytes, base64 (43 characters), kept
+# readable by the owner only. Never used when the variable is set.
+$(DEV_KEYS):
+	@mkdir -p $(DATA)
+	@umask 077 && head -c 32 /dev/urandom | base64 | tr -d '=\n' > $@.tmp && mv $@.tmp $@
 
 migrate: build
 	$(BIN) migrate --create-database
@@ -154,6 +188,7 @@ check-clients:
 		 $(GO) build -o /dev/null .); \
 		status=$$?; rm -rf $$tmp; exit $$status
 
-## clean: remove the binary and local state (uploaded files, the demo key).
+## clean: remove the binary and local state (uploaded files, the demo key,
+## the development signing keys).
 clean:
-	rm -rf bin .data
+	rm -rf bin $(DATA)

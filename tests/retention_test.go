@@ -348,6 +348,39 @@ func TestAuditPartitions(t *testing.T) {
 	require.Equal(t, map[int]int{2: 4, 3: during}, days, "one read across partitions")
 }
 
+// An upgraded installation: events from before partitioning live in the
+// one partition migration 00009 attached (audit_events_before_*), which
+// spans every earlier day. Retention deletes its events older than
+// FOODSAFE_AUDIT_RETENTION from the first run, in batches, and keeps the
+// rest and the partition.
+func TestAuditRetentionBeforePartitioning(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	st := a.store()
+	ctx := context.Background()
+	count := func(query string) int {
+		var n int
+		require.NoError(t, st.Pool().QueryRow(ctx, query).Scan(&n))
+		return n
+	}
+	_, err := st.Pool().Exec(ctx, `
+		INSERT INTO audit_events (occurred_at, method, route, status, request_id)
+		SELECT now() - interval '500 days' - g * interval '1 minute', 'GET', '/v1/restaurants', 200, 'old-' || g
+		FROM generate_series(1, 250) AS g
+		UNION ALL
+		SELECT now() - interval '10 days', 'GET', '/v1/restaurants', 200, 'recent'`)
+	require.NoError(t, err)
+	const before = `SELECT count(*) FROM foodsafe_audit_partition_bounds() WHERE partition LIKE 'audit\_events\_before\_%'`
+	require.Equal(t, 1, count(before))
+	require.Equal(t, 251, count(`SELECT count(*) FROM audit_events WHERE request_id LIKE 'old-%' OR request_id = 'recent'`))
+
+	set := maintain.Settings{AuditRetention: 400 * 24 * time.Hour, Batch: 100}
+	require.NoError(t, a.maintenance(time.Now, set).RunOnce(ctx))
+	require.Zero(t, count(`SELECT count(*) FROM audit_events WHERE request_id LIKE 'old-%'`), "older than retention: deleted")
+	require.Equal(t, 1, count(`SELECT count(*) FROM audit_events WHERE request_id = 'recent'`), "within retention: kept")
+	require.Equal(t, 1, count(before), "the partition stays until its newest day passes retention")
+}
+
 // hookedBlobs is the app's real file store with a hook run before each
 // deletion, to act while the collector holds its locks.
 type hookedBlobs struct {

@@ -35,6 +35,14 @@ func startServe(t testing.TB, env ...string) *serveProc {
 	cmd := exec.Command(foodsafeBinary(t), "serve")
 	cmd.Env = append(os.Environ(), append([]string{"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_METRICS_ADDR=127.0.0.1:0", "FOODSAFE_LOG_LEVEL=info"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return startServeCmd(t, cmd)
+}
+
+// startServeCmd starts cmd, which runs `foodsafe serve` (itself, or
+// through make in a process group of its own: Setpgid), and returns once
+// the server logs its address.
+func startServeCmd(t testing.TB, cmd *exec.Cmd) *serveProc {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = cmd.Stdout // the JSON log goes to stderr
@@ -89,7 +97,11 @@ func (p *serveProc) stop(t testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if a := p.cmd.SysProcAttr; a != nil && a.Setpgid {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM) // make and the server under it
+	} else {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	select {

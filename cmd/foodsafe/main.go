@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/foodsafe/foodsafe/internal/version"
 	"io"
 	"log/slog"
 	"os"
@@ -57,7 +58,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Partner API of the restaurant food-safety records service",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version: which build a container or host runs.
+		Version: version.Version + " (commit " + version.Commit + ", " + version.GoVersion() + ")",
 	}
+	root.SetVersionTemplate("foodsafe {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

@@ -39,7 +39,7 @@ func serveCmd() *cobra.Command {
 			ln, err := net.Listen("tcp", cfg.Addr)
 			if err != nil {
 				a.Store.Close()
-				return err
+				return listenError("FOODSAFE_ADDR", "the API", err)
 			}
 			// The operator listener (/metrics, /debug/pprof/) exists only
 			// when FOODSAFE_METRICS_ADDR is not empty.
@@ -48,12 +48,19 @@ func serveCmd() *cobra.Command {
 				if opsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 					_ = ln.Close()
 					a.Store.Close()
-					return fmt.Errorf("FOODSAFE_METRICS_ADDR: %w", err)
+					return listenError("FOODSAFE_METRICS_ADDR", "the operator listener (/metrics, /debug/pprof/); the empty string turns it off", err)
 				}
 			}
 			return a.Serve(ctx, ln, opsLn)
 		},
 	}
+}
+
+// listenError names the variable that moves a listener whose address
+// cannot be bound (taken by another process, often): the operator's fix
+// is one setting away.
+func listenError(variable, what string, err error) error {
+	return fmt.Errorf("%s: %w; set %s to a free address for %s", variable, err, variable, what)
 }
 
 // serveGCPercent is the garbage collector's target for serve. A server's

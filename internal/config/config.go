@@ -31,7 +31,7 @@ type Config struct {
 	// DefaultMetricsAddr; set to the empty string, it turns metrics off
 	// (no listener, no instrumentation). Not an envDefault: the env
 	// library would put the default back for an empty value.
-	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR" desc:"Listen address of the operator listener (/metrics, /debug/pprof/), never the API port; serve refuses to start when it is taken. Set to the empty string, metrics are off entirely (no listener, no instrumentation)."`
+	MetricsAddr string `env:"FOODSAFE_METRICS_ADDR" desc:"Listen address of the operator listener (/metrics, /debug/pprof/), never the API port; serve refuses to start when it is taken, naming this variable. Set to the empty string, metrics are off entirely (no listener, no instrumentation)."`
 	// LogLevel is the minimum slog level: debug, info, warn or error.
 	LogLevel slog.Level `env:"FOODSAFE_LOG_LEVEL" envDefault:"info" desc:"Minimum log level: debug, info, warn or error. Logs are JSON lines on stderr."`
 
@@ -122,8 +122,14 @@ type Config struct {
 }
 
 // DefaultMetricsAddr keeps the operator listener on loopback: exposing it
-// (pprof included) is a deliberate decision of the operator.
-const DefaultMetricsAddr = "127.0.0.1:9090"
+// (pprof included) is a deliberate decision of the operator. Its port is
+// the one Go's net/http/pprof documentation uses, outside the ports of the
+// tools that run beside a service: not Prometheus (9090), the
+// Pushgateway (9091), Alertmanager (9093), node_exporter (9100) or the
+// rest of the 9100-9999 range Prometheus allocates to exporters, not
+// Grafana (3000), Loki (3100) or an OpenTelemetry collector (4317, 4318,
+// 8888). On 9090 a host running Prometheus refused to start the service.
+const DefaultMetricsAddr = "127.0.0.1:6060"
 
 // Load reads the environment.
 func Load() (Config, error) {

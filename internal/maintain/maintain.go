@@ -212,9 +212,11 @@ func (r *Runner) eachRestaurant(ctx context.Context, f func(id string) error) er
 }
 
 // auditPartitions creates the audit partitions of yesterday to a week
-// ahead (UTC days) where missing, and drops the partitions holding only
-// events older than AuditRetention. It returns the partitions created and
-// dropped (a dry run: those it would drop).
+// ahead (UTC days) where missing, drops the partitions holding only
+// events older than AuditRetention, and deletes those events, in batches,
+// from the partition of the rows written before partitioning (which spans
+// every earlier day). It returns the partitions created and dropped plus
+// the events deleted (a dry run: the partitions it would drop).
 func (r *Runner) auditPartitions(ctx context.Context) (int64, error) {
 	now := r.now()
 	var n int64
@@ -248,7 +250,19 @@ func (r *Runner) auditPartitions(ctx context.Context) (int64, error) {
 		r.log.Info("dropped audit partition", "job", JobAuditPartitions, "partition", name)
 		n++
 	}
-	return n, nil
+	if r.set.DryRun {
+		return n, nil
+	}
+	horizon := now.Add(-r.set.AuditRetention)
+	var deleted int64
+	err = r.batches(ctx, func() (int64, error) {
+		return r.store.AuditDeleteBeforePartitioning(ctx, horizon, r.set.Batch)
+	}, &deleted)
+	if deleted > 0 {
+		r.log.Info("deleted audit events written before partitioning", "job", JobAuditPartitions,
+			"rows", deleted, "older_than", horizon)
+	}
+	return n + deleted, err
 }
 
 // collectBlobs deletes the bytes no live asset or delivery image has

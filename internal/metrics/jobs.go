@@ -16,13 +16,15 @@ import (
 //	rows, err := runOnce(ctx)
 //	job.Observe(start, rows, err) // after every run
 //
-// which feeds five families labelled by job:
+// which feeds five families labelled by task (the job's name; not "job",
+// which Prometheus sets on every scraped series to the scrape job's name,
+// renaming ours to exported_job and merging the jobs of one target):
 //
-//	foodsafe_maintenance_runs_total{job,result="ok"|"error"}
-//	foodsafe_maintenance_rows_total{job}             rows the successful runs affected
-//	foodsafe_maintenance_run_duration_seconds{job}   histogram, failed runs included
-//	foodsafe_maintenance_last_success_timestamp_seconds{job}
-//	foodsafe_maintenance_interval_seconds{job}       the schedule declared with Job
+//	foodsafe_maintenance_runs_total{task,result="ok"|"error"}
+//	foodsafe_maintenance_rows_total{task}             rows the successful runs affected
+//	foodsafe_maintenance_run_duration_seconds{task}   histogram, failed runs included
+//	foodsafe_maintenance_last_success_timestamp_seconds{task}
+//	foodsafe_maintenance_interval_seconds{task}       the schedule declared with Job
 //
 // so one alert covers every job: time() - last_success > 3 * interval.
 // last_success starts at the time the job is declared (process start), so
@@ -39,11 +41,11 @@ type jobFamilies struct {
 }
 
 func (f *jobFamilies) init(reg *prometheus.Registry) {
-	label := []string{"job"}
+	label := []string{"task"}
 	f.runs = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "maintenance", Name: "runs_total",
 		Help: "Runs of maintenance jobs, by job and result (ok, error).",
-	}, []string{"job", "result"}))
+	}, []string{"task", "result"}))
 	f.rows = register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "maintenance", Name: "rows_total",
 		Help: "Rows (or objects) affected by successful runs of maintenance jobs.",

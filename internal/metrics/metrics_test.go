@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,40 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	j.Observe(time.Now(), 5, nil)
 }
 
+// No family carries a label Prometheus assigns to every scraped series
+// (job, instance) or reserves (__*): a scrape would rename ours to
+// exported_job and merge what it told apart. Every recorder is called
+// first, so every family has a series to show its labels.
+func TestNoLabelPrometheusAssigns(t *testing.T) {
+	m := New()
+	m.HTTPStarted()
+	m.HTTPFinished("/x", "GET", 200, time.Millisecond, 10)
+	m.Authentication(CredentialKey, AuthOK)
+	m.RateLimited(BucketKey)
+	m.RateLimitFallback()
+	m.WatchRateLimiter(func() string { return BackendRedis })
+	m.IngestWrite(WriteMutation, "areas", Rejected, "invalid-request")
+	m.UploadVerified(WriteAsset, "drive-files", 10)
+	m.DigestMismatch(WriteAsset, "drive-files")
+	m.WalkPage(WalkRecords, true, 3)
+	m.CursorRefused(WalkRecords, CursorExpired)
+	m.AuditBatch(3, time.Millisecond, nil)
+	m.AuditDropped(AuditBufferFull, 1)
+	m.WatchAuditBuffer(func() int { return 0 })
+	m.Job("compaction", time.Minute).Observe(time.Now(), 5, nil)
+	f := gather(t, m)
+	require.Contains(t, f, "foodsafe_maintenance_runs_total")
+	for name, ms := range f {
+		for _, s := range ms {
+			for _, l := range s.GetLabel() {
+				n := l.GetName()
+				require.False(t, n == "job" || n == "instance" || strings.HasPrefix(n, "__"),
+					"%s has a label named %q, which Prometheus assigns to targets", name, n)
+			}
+		}
+	}
+}
+
 // Values a caller could get wrong never become new series: an unknown
 // collection, rejection reason or authentication outcome is folded into
 // a fixed value.
@@ -118,19 +153,19 @@ func TestJobs(t *testing.T) {
 	j := m.Job("audit-retention", time.Hour)
 	require.Same(t, j, m.Job("audit-retention", 2*time.Hour), "declaring again returns the same job")
 	f := gather(t, m)
-	last := one(t, f, "foodsafe_maintenance_last_success_timestamp_seconds", "job", "audit-retention")
+	last := one(t, f, "foodsafe_maintenance_last_success_timestamp_seconds", "task", "audit-retention")
 	require.InDelta(t, float64(declared.Unix()), last, 5, "declared at start-up counts as the last success")
-	require.Equal(t, 7200.0, one(t, f, "foodsafe_maintenance_interval_seconds", "job", "audit-retention"))
+	require.Equal(t, 7200.0, one(t, f, "foodsafe_maintenance_interval_seconds", "task", "audit-retention"))
 
 	j.Observe(time.Now(), 120, nil)
 	j.Observe(time.Now(), 30, nil)
 	j.Observe(time.Now(), 99, errors.New("lock timeout"))
 	f = gather(t, m)
-	require.Equal(t, 2.0, one(t, f, "foodsafe_maintenance_runs_total", "job", "audit-retention", "result", "ok"))
-	require.Equal(t, 1.0, one(t, f, "foodsafe_maintenance_runs_total", "job", "audit-retention", "result", "error"))
-	require.Equal(t, 150.0, one(t, f, "foodsafe_maintenance_rows_total", "job", "audit-retention"), "failed runs add no rows")
-	require.Equal(t, 3.0, one(t, f, "foodsafe_maintenance_run_duration_seconds", "job", "audit-retention"))
-	require.GreaterOrEqual(t, one(t, f, "foodsafe_maintenance_last_success_timestamp_seconds", "job", "audit-retention"), last)
+	require.Equal(t, 2.0, one(t, f, "foodsafe_maintenance_runs_total", "task", "audit-retention", "result", "ok"))
+	require.Equal(t, 1.0, one(t, f, "foodsafe_maintenance_runs_total", "task", "audit-retention", "result", "error"))
+	require.Equal(t, 150.0, one(t, f, "foodsafe_maintenance_rows_total", "task", "audit-retention"), "failed runs add no rows")
+	require.Equal(t, 3.0, one(t, f, "foodsafe_maintenance_run_duration_seconds", "task", "audit-retention"))
+	require.GreaterOrEqual(t, one(t, f, "foodsafe_maintenance_last_success_timestamp_seconds", "task", "audit-retention"), last)
 
 	for _, bad := range []string{"", "Audit", "audit retention", "a/b", "x" + string(make([]byte, 40))} {
 		require.Panics(t, func() { m.Job(bad, time.Minute) }, "%q", bad)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for postgres targets
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go (no cgo)
 )
@@ -84,6 +86,10 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 		}
 		db.SetMaxOpenConns(3) // one may hold the run's advisory lock
 		t = Target{db: db, dialect: dialect{postgres: true}, Where: redactURL(spec)}
+		if err := createDatabase(ctx, db, spec); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("%s: %w", t.Where, err)
+		}
 	default:
 		return nil, fmt.Errorf("%w: %q: give sqlite:PATH or a postgres:// URL", ErrTarget, redactURL(spec))
 	}
@@ -92,6 +98,41 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 		return nil, fmt.Errorf("%s: %w", t.Where, err)
 	}
 	return &t, nil
+}
+
+// createDatabase creates the target database when it does not exist,
+// connected to the server's "postgres" database as the same role: a
+// first run needs no separate createdb. A role that may not create
+// databases gets ErrTarget (exit 2) saying what to do, not a driver error.
+func createDatabase(ctx context.Context, db *sql.DB, spec string) error {
+	err := db.PingContext(ctx)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
+		return err // nil, or a failure that CREATE DATABASE cannot fix
+	}
+	cfg, err := pgx.ParseConfig(spec)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrTarget, err)
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: database %q does not exist, and the server's postgres database (to create it from) is out of reach: %v",
+			ErrTarget, name, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42P04": // duplicate_database: another run created it
+		return nil
+	case errors.As(err, &pe) && pe.Code == "42501": // insufficient_privilege
+		return fmt.Errorf("%w: database %q does not exist and role %q may not create it: create it (createdb %s) or grant the role CREATEDB",
+			ErrTarget, name, cfg.User, name)
+	case err != nil:
+		return fmt.Errorf("creating database %q: %w", name, err)
+	}
+	return nil
 }
 
 // ErrBusy reports that another foodsafe-sync holds the target.

@@ -66,6 +66,25 @@ func (s *Store) AuditPartitionDrop(ctx context.Context, name string) error {
 	return translate(s.q.AuditPartitionDrop(ctx, name))
 }
 
+// AuditDeleteBeforePartitioning deletes up to max events older than
+// horizon from the partition holding the rows written before partitioning
+// (audit_events_before_YYYYMMDD), oldest first, and returns how many. That
+// partition covers every day before the upgrade, so it would only be
+// dropped whole once its newest day passed retention: years of events
+// kept for another retention period. The horizon is held to the
+// partition's end, so day partitions keep their whole-day retention.
+func (s *Store) AuditDeleteBeforePartitioning(ctx context.Context, horizon time.Time, max int) (int64, error) {
+	ends, err := s.q.AuditBeforePartitioningBound(ctx)
+	if err != nil || len(ends) == 0 {
+		return 0, translate(err)
+	}
+	if ends[0].Before(horizon) {
+		horizon = ends[0]
+	}
+	n, err := s.q.AuditEventsDeleteOldest(ctx, db.AuditEventsDeleteOldestParams{Horizon: horizon, MaxRows: int32(max)})
+	return n, translate(err)
+}
+
 func utcDay(t time.Time) pgtype.Date {
 	t = t.UTC()
 	return pgtype.Date{Time: time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), Valid: true}

@@ -6,8 +6,13 @@
 //     harness creates its own databases next to it);
 //  2. a container from testcontainers-go's postgres module, when a Docker
 //     engine answers (image TEST_POSTGRES_IMAGE, default postgres:16-alpine);
+//     when the container cannot start (no registry to pull from, a proxy,
+//     an outage), one warning and on to 3;
 //  3. the local server at 127.0.0.1:5432 (user postgres), when it answers;
 //  4. otherwise the test fails and says what to set. It never skips.
+//
+// A container started here is terminated when the test binary exits
+// (Main), whether or not Ryuk runs (TESTCONTAINERS_RYUK_DISABLED=true).
 //
 // CITUS_DATABASE_URL (make test-citus) overrides all of these: see citus.go.
 package testdb
@@ -64,12 +69,22 @@ var (
 // from TestMain: os.Exit(testdb.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if container != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = container.Terminate(ctx)
-	}
+	stopContainer()
 	return code
+}
+
+// stopContainer terminates the container this binary started, if any
+// (also one that never became ready), and forgets it.
+func stopContainer() {
+	if container == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := container.Terminate(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "testdb: warning: the PostgreSQL container did not stop: %v\n", err)
+	}
+	container = nil
 }
 
 // Source reports which server the harness uses, for test logs.
@@ -155,19 +170,28 @@ func findServer() (string, error) {
 		}
 		return u, nil
 	}
+	var dockerErr error
 	if dockerAvailable() {
 		u, err := startContainer()
-		if err != nil {
-			// Falling back to another server here would hide a broken
-			// Docker setup behind green tests.
-			return "", fmt.Errorf("a Docker engine answered but the PostgreSQL container (image %s) did not become ready: %w; "+
-				"fix Docker (inside some sandboxes set TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1), or set TEST_DATABASE_URL", image(), err)
+		if err == nil {
+			return u, nil
 		}
-		return u, nil
+		// An engine that answers but cannot run the image (an air-gapped
+		// machine, a proxy, a registry outage) is no reason to fail every
+		// test while a server listens where the quick start put it.
+		dockerErr = fmt.Errorf("a Docker engine answered but the PostgreSQL container (image %s) did not start: %w", image(), err)
+		stopContainer()
 	}
 	if err := ping(localURL); err != nil {
+		if dockerErr != nil {
+			return "", fmt.Errorf("%w; and no local server answers at 127.0.0.1:5432 (%v): fix Docker (inside some sandboxes set "+
+				"TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1), or set TEST_DATABASE_URL", dockerErr, err)
+		}
 		return "", fmt.Errorf("no PostgreSQL for tests: set TEST_DATABASE_URL to a server the tests may create databases on, "+
 			"or start a Docker engine (testcontainers), or run PostgreSQL on 127.0.0.1:5432 with user postgres and trust auth (%v)", err)
+	}
+	if dockerErr != nil {
+		fmt.Fprintf(os.Stderr, "testdb: warning: %v; using the local server 127.0.0.1:5432 instead (set TEST_DATABASE_URL to choose)\n", dockerErr)
 	}
 	return localURL, nil
 }

@@ -47,3 +47,23 @@ ORDER BY b.upper_bound;
 -- name: AuditPartitionDrop :exec
 -- Serves audit retention: drops one whole partition (O(1), no DELETE).
 SELECT foodsafe_audit_partition_drop(sqlc.arg(partition)::text);
+
+-- name: AuditBeforePartitioningBound :many
+-- Serves audit retention: the end (exclusive) of the partition holding the
+-- rows written before partitioning (audit_events_before_YYYYMMDD, attached
+-- by migration 00009), none once it is dropped. Reads the catalogue.
+SELECT b.upper_bound::timestamptz AS upper_bound
+FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
+WHERE b.partition LIKE 'audit\_events\_before\_%';
+
+-- name: AuditEventsDeleteOldest :execrows
+-- Serves audit retention in the partition written before partitioning,
+-- which covers years and cannot be dropped a day at a time: deletes one
+-- batch of the oldest events before horizon (the caller keeps horizon
+-- within that partition). audit_events_occurred_idx of the partition.
+DELETE FROM audit_events
+WHERE (id, occurred_at) IN (
+    SELECT e.id, e.occurred_at FROM audit_events AS e
+    WHERE e.occurred_at < sqlc.arg(horizon)::timestamptz
+    ORDER BY e.occurred_at, e.id
+    LIMIT sqlc.arg(max_rows));

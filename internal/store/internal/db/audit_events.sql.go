@@ -13,6 +13,61 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const auditBeforePartitioningBound = `-- name: AuditBeforePartitioningBound :many
+SELECT b.upper_bound::timestamptz AS upper_bound
+FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
+WHERE b.partition LIKE 'audit\_events\_before\_%'
+`
+
+// Serves audit retention: the end (exclusive) of the partition holding the
+// rows written before partitioning (audit_events_before_YYYYMMDD, attached
+// by migration 00009), none once it is dropped. Reads the catalogue.
+func (q *Queries) AuditBeforePartitioningBound(ctx context.Context) ([]time.Time, error) {
+	rows, err := q.db.Query(ctx, auditBeforePartitioningBound)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []time.Time{}
+	for rows.Next() {
+		var upper_bound time.Time
+		if err := rows.Scan(&upper_bound); err != nil {
+			return nil, err
+		}
+		items = append(items, upper_bound)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const auditEventsDeleteOldest = `-- name: AuditEventsDeleteOldest :execrows
+DELETE FROM audit_events
+WHERE (id, occurred_at) IN (
+    SELECT e.id, e.occurred_at FROM audit_events AS e
+    WHERE e.occurred_at < $1::timestamptz
+    ORDER BY e.occurred_at, e.id
+    LIMIT $2)
+`
+
+type AuditEventsDeleteOldestParams struct {
+	Horizon time.Time
+	MaxRows int32
+}
+
+// Serves audit retention in the partition written before partitioning,
+// which covers years and cannot be dropped a day at a time: deletes one
+// batch of the oldest events before horizon (the caller keeps horizon
+// within that partition). audit_events_occurred_idx of the partition.
+func (q *Queries) AuditEventsDeleteOldest(ctx context.Context, arg AuditEventsDeleteOldestParams) (int64, error) {
+	result, err := q.db.Exec(ctx, auditEventsDeleteOldest, arg.Horizon, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type AuditInsertParams struct {
 	OccurredAt   time.Time
 	KeyPublicID  *string

@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+// makeRun starts `make run` in the repository with its state in data, on
+// database dbURL, and returns the server it runs. The signing keys are
+// left unset, as on a developer's machine.
+func makeRun(t *testing.T, data, dbURL string) *serveProc {
+	t.Helper()
+	cmd := exec.Command("make", "--no-print-directory", "run", "DATA="+data, "BIN="+filepath.Join(data, "foodsafe"))
+	cmd.Dir = ".."
+	cmd.Env = append(envWithout("FOODSAFE_CURSOR_KEY", "FOODSAFE_URL_KEY", "FOODSAFE_BLOB_URL", "MAKEFLAGS", "MFLAGS"),
+		"DATABASE_URL="+dbURL, "FOODSAFE_BLOB_DIR="+filepath.Join(data, "blobs"),
+		"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_METRICS_ADDR=", "FOODSAFE_LOG_LEVEL=info")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return startServeCmd(t, cmd)
+}
+
+// getDoc GETs base+path with the key (none when empty) and returns the
+// status and body.
+func getDoc(t *testing.T, rawURL, key string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, b
+}
+
+// Stop `make run` and start it again: a changes cursor and a signed
+// download URL handed out before the restart still work after it, since
+// make run keeps the development signing keys in its data directory.
+func TestMakeRunSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("skipped: no make on PATH (install make to run it)")
+	}
+	data, dbURL := t.TempDir(), testdb.URL(t)
+	p := makeRun(t, data, dbURL)
+	b, err := os.ReadFile(filepath.Join(data, "demo-key"))
+	require.NoError(t, err)
+	key := strings.TrimSpace(string(b))
+	const col = "cleaning-task-pictures"
+	records := recordsPath("demo-bistro", col)
+
+	// Walk the demo's photos to the end: their ids and a changes cursor.
+	var ids []string
+	var changes string
+	for next := records + "?limit=100"; next != ""; {
+		code, body := getDoc(t, p.URL+next, key)
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		var page walkPage
+		require.NoError(t, json.Unmarshal(body, &page))
+		for _, e := range page.Data {
+			ids = append(ids, e.ID)
+		}
+		next = ""
+		if page.NextCursor != nil {
+			next = records + "?limit=100&cursor=" + url.QueryEscape(*page.NextCursor)
+		} else {
+			require.NotNil(t, page.ChangesCursor)
+			changes = *page.ChangesCursor
+		}
+	}
+	var signed string
+	for _, id := range ids {
+		code, body := getDoc(t, p.URL+assetsPath("demo-bistro", col, id), key)
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		var files struct{ Data []fileItem }
+		require.NoError(t, json.Unmarshal(body, &files))
+		if len(files.Data) > 0 {
+			signed = files.Data[0].URL
+			break
+		}
+	}
+	require.NotEmpty(t, signed, "the demo has uploaded photos")
+	code, want := getDoc(t, signed, "")
+	require.Equal(t, http.StatusOK, code, "%s", want)
+
+	p.stop(t)
+	p = makeRun(t, data, dbURL)
+
+	code, body := getDoc(t, p.URL+records+"?cursor="+url.QueryEscape(changes), key)
+	require.Equal(t, http.StatusOK, code, "the changes cursor from before the restart: %s", body)
+	// The server listens on a new port; the URL's path and signature are
+	// what was handed out.
+	u, err := url.Parse(signed)
+	require.NoError(t, err)
+	u.Host = strings.TrimPrefix(p.URL, "http://")
+	code, got := getDoc(t, u.String(), "")
+	require.Equal(t, http.StatusOK, code, "the signed URL from before the restart: %s", got)
+	require.Equal(t, want, got)
+}
