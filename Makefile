@@ -110,6 +110,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME) ./internal/ids
+	TEST_DATABASE_URL=$${TEST_DATABASE_URL:?the signed-cursor fuzz target needs PostgreSQL} $(GO) test -run '^$$' -fuzz '^FuzzSignedCursors$$' -fuzztime $(FUZZTIME) ./tests
 
 ## load: wrk on loopback against two servers started on the `make run`
 ## database, metrics on and off, in turn (DURATION per run, default 10s);

@@ -56,11 +56,11 @@ var Kinds = []Kind{
 	{PreconditionFailed, 412, "Precondition failed", "If-Match or If-Unmodified-Since does not match the file.", "No."},
 	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
 	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},
-	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent.", "Yes, after the seconds in Retry-After."},
+	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent, or the key already has its most uploads in progress at once (FOODSAFE_UPLOADS_PER_KEY).", "Yes, after the seconds in Retry-After."},
 	{HeadersTooLarge, 431, "Request header fields too large", "The request line and headers together exceed 64 KiB; answered before routing, so instance is empty.", "No."},
 	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
 	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing, so instance is empty.", "No."},
-	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable.", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
+	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable, or the server is receiving its most uploads at once (FOODSAFE_UPLOADS_MAX).", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
 }
 
 // KindOfStatus returns the row of an HTTP status, for answers made before

@@ -1,7 +1,6 @@
 package blob
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -29,7 +28,7 @@ import (
 
 const (
 	// partSize is the multipart part of an upload of unknown length: the
-	// S3 minimum, and the only buffer such an upload holds in memory.
+	// S3 minimum, and the most such an upload holds in memory.
 	partSize = 5 << 20
 	// maxSinglePut is the largest object one PutObject may carry.
 	maxSinglePut = 5 << 30
@@ -213,18 +212,20 @@ func (s *S3) putStream(ctx context.Context, key string, body *hashingReader, siz
 // that fits in one part is verified before anything is sent; a longer one
 // becomes a multipart upload, invisible until CompleteMultipartUpload,
 // which is only called once the whole stream matched the digest and the
-// limit; otherwise the upload is aborted.
+// limit; otherwise the upload is aborted. A part is held in memory, as
+// S3 requires parts of at least 5 MiB, but only as far as its bytes have
+// arrived (partBuffer): a client that stalls holds one chunk.
 func (s *S3) putParts(ctx context.Context, key string, body *hashingReader, want [sha256.Size]byte, maxBytes int64) (Object, error) {
-	buf := make([]byte, partSize)
-	n, err := io.ReadFull(body, buf)
+	var buf partBuffer
+	err := buf.fill(body)
 	if body.err != nil {
 		return Object{}, body.err // the client's stream failed
 	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	if err == io.EOF {
 		if _, err := body.verify(want, maxBytes); err != nil {
 			return Object{}, err
 		}
-		return s.putStream(ctx, key, &hashingReader{r: bytes.NewReader(buf[:n]), h: sha256.New()}, int64(n), want, maxBytes)
+		return s.putStream(ctx, key, &hashingReader{r: buf.reader(), h: sha256.New()}, buf.n, want, maxBytes)
 	}
 	if err != nil {
 		return Object{}, err
@@ -249,23 +250,24 @@ func (s *S3) putParts(ctx context.Context, key string, body *hashingReader, want
 		return Object{}, cause
 	}
 	var parts []types.CompletedPart
-	for number := int32(1); n > 0; number++ {
-		sum := sha256.Sum256(buf[:n])
+	for number := int32(1); buf.n > 0; number++ {
+		sum := buf.sum()
 		b64 := base64.StdEncoding.EncodeToString(sum[:])
 		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
 			Bucket: aws.String(s.loc.Bucket), Key: aws.String(key), UploadId: up.UploadId,
-			PartNumber: aws.Int32(number), Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+			PartNumber: aws.Int32(number), Body: buf.reader(), ContentLength: aws.Int64(buf.n),
 			ChecksumSHA256: aws.String(b64),
 		}, payloadHash(hex.EncodeToString(sum[:])))
 		if err != nil {
 			return abort(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(number), ChecksumSHA256: aws.String(b64)})
-		n, err = io.ReadFull(body, buf)
+		buf.reset()
+		err = buf.fill(body)
 		if body.err != nil {
 			return abort(body.err)
 		}
-		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		if err != nil && err != io.EOF {
 			return abort(err)
 		}
 		if body.n > maxBytes {
@@ -284,6 +286,64 @@ func (s *S3) putParts(ctx context.Context, key string, body *hashingReader, want
 		return abort(fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	return obj, nil
+}
+
+// chunkSize is the unit in which partBuffer grows.
+const chunkSize = 64 << 10
+
+// partBuffer holds up to partSize bytes of one part in chunks allocated
+// as the bytes arrive, kept for the next part of the same upload.
+type partBuffer struct {
+	chunks [][]byte
+	n      int64
+}
+
+// fill reads until the part is full (nil) or the stream ends (io.EOF).
+func (p *partBuffer) fill(r io.Reader) error {
+	for p.n < partSize {
+		i := int(p.n / chunkSize)
+		if i == len(p.chunks) {
+			p.chunks = append(p.chunks, make([]byte, chunkSize))
+		}
+		off := int(p.n % chunkSize)
+		k, err := io.ReadFull(r, p.chunks[i][off:])
+		p.n += int64(k)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return io.EOF
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *partBuffer) reset() { p.n = 0 }
+
+// ReadAt makes the part a seekable body (io.NewSectionReader).
+func (p *partBuffer) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) && off < p.n {
+		c := p.chunks[off/chunkSize][off%chunkSize:]
+		c = c[:min(int64(len(c)), p.n-off)]
+		k := copy(b[n:], c)
+		n += k
+		off += int64(k)
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (p *partBuffer) reader() *io.SectionReader { return io.NewSectionReader(p, 0, p.n) }
+
+func (p *partBuffer) sum() [sha256.Size]byte {
+	h := sha256.New()
+	_, _ = io.Copy(h, p.reader())
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
 }
 
 // exists asks whether the content address already holds the object.

@@ -86,6 +86,15 @@ type Config struct {
 	// UploadTimeout is the read deadline of a file upload and the write
 	// deadline of a download, which may take longer than a JSON exchange.
 	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m" desc:"Read deadline of a file upload and write deadline of a download (they outlast a JSON exchange)."`
+	// UploadIdleTimeout cuts an upload whose client sent nothing for this
+	// long (400, nothing stored), so a stalled client gives back its
+	// connection, buffer and upload slot long before UploadTimeout.
+	UploadIdleTimeout time.Duration `env:"FOODSAFE_UPLOAD_IDLE_TIMEOUT" envDefault:"30s" desc:"An upload that sends no bytes for this long is cut (400, nothing stored), freeing its slot long before FOODSAFE_UPLOAD_TIMEOUT."`
+	// UploadsPerKey caps the uploads one key has in progress at once (429
+	// with Retry-After beyond); UploadsMax caps those of the whole process
+	// (503 with Retry-After beyond).
+	UploadsPerKey int `env:"FOODSAFE_UPLOADS_PER_KEY" envDefault:"4" desc:"Uploads one key may have in progress at once; beyond, 429 rate-limit-exceeded with Retry-After."`
+	UploadsMax    int `env:"FOODSAFE_UPLOADS_MAX" envDefault:"32" desc:"Uploads one process receives at once; beyond, 503 dependency-unavailable with Retry-After."`
 	// MaxClockSkew is how far ahead of the server's clock a device's
 	// capturedAt (a delivery's occurredAt) may be; beyond it the write is
 	// refused, within it receivedAt is raised to capturedAt.
@@ -158,6 +167,10 @@ func (c Config) check() error {
 	switch {
 	case c.CursorTTL <= 0:
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
+	case c.UploadIdleTimeout <= 0 || c.UploadIdleTimeout > c.UploadTimeout:
+		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
+	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
+		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
 		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
 	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:

@@ -115,7 +115,19 @@ func (c *Codec) Open(token, kind string, bind []string, pos any) error {
 	if err := json.Unmarshal(env.Pos, pos); err != nil {
 		return ErrMalformed
 	}
+	// Signed is not trusted: a position is input like any other (a leaked
+	// or mishandled cursor key signs anything), so it is checked for type,
+	// range and characters before it reaches SQL.
+	if v, ok := pos.(Position); ok && !v.Valid() {
+		return ErrMalformed
+	}
 	return nil
+}
+
+// Position is a cursor position that can say whether its values are ones
+// this service could have issued; Open refuses any other as malformed.
+type Position interface {
+	Valid() bool
 }
 
 // Kind verifies token and returns the kind it was sealed for, so that a

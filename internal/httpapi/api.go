@@ -68,6 +68,8 @@ type API struct {
 	mcpTools   []mcpTool
 	mcpHandler http.Handler
 	mcpServers sync.Map
+	// uploads caps the file uploads in progress (uploads.go).
+	uploads *uploadSlots
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -78,6 +80,7 @@ func New(d Deps) (*gin.Engine, error) {
 		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, metrics: d.Metrics, now: d.Now,
 		walker: walk.New(d.Store, d.Cursors, d.Config.CursorTTL, d.Metrics)}
 	a.files, _ = d.Blobs.(*blob.FS)
+	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax)
 	if a.now == nil {
 		a.now = time.Now
 	}

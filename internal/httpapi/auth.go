@@ -67,6 +67,11 @@ type resolution struct {
 // resolve maps the Authorization header to a principal, or to the reason
 // it cannot.
 func (a *API) resolve(c *gin.Context) (resolution, error) {
+	if len(c.Request.Header.Values("Authorization")) > 1 {
+		// Which one would count is a guess a proxy and this service could
+		// make differently: refused, like any malformed header.
+		return resolution{reason: auth.ReasonMalformed, credential: metrics.CredentialNone}, nil
+	}
 	h := c.GetHeader("Authorization")
 	if h == "" {
 		return resolution{reason: auth.ReasonMissing, credential: metrics.CredentialNone}, nil
@@ -115,7 +120,7 @@ func unauthorizedDetail(r auth.Reason) string {
 	case auth.ReasonMissing:
 		return "Send the API key as `Authorization: Bearer <key>`."
 	case auth.ReasonMalformed:
-		return "The Authorization header is not `Bearer <key>` with a well-formed key."
+		return "The Authorization header is not one `Bearer <key>` with a well-formed key."
 	default:
 		return "The API key is not valid: unknown, revoked, expired, or without any grant."
 	}

@@ -33,15 +33,17 @@ const (
 	urlLifetime = 15 * time.Minute
 )
 
-// uploadContentType reads the Content-Type of an upload: a media type of
-// 1 to 100 characters (spec 2.6), stored as sent.
+// uploadContentType reads the Content-Type of an upload: a media type
+// (type/subtype; mime.ParseMediaType alone takes a bare token) of 1 to 100
+// characters (spec 2.6), stored as sent.
 func uploadContentType(c *gin.Context) (string, error) {
 	ct := c.GetHeader("Content-Type")
 	if ct == "" {
 		return "", apperr.Param("Content-Type", "header is required: the media type of the bytes")
 	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil || len(ct) > 100 || !printableASCII(ct) {
-		return "", apperr.Param("Content-Type", "must be a media type of at most 100 printable ASCII characters")
+	mt, _, err := mime.ParseMediaType(ct)
+	if typ, sub, ok := strings.Cut(mt, "/"); err != nil || !ok || typ == "" || sub == "" || len(ct) > 100 || !printableASCII(ct) {
+		return "", apperr.Param("Content-Type", "must be a media type (type/subtype, such as image/jpeg) of at most 100 printable ASCII characters")
 	}
 	return ct, nil
 }
@@ -95,16 +97,25 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string) (b
 	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
 		return blob.Object{}, "", tooLarge
 	}
+	release, err := a.uploadSlot(c)
+	if err != nil {
+		return blob.Object{}, "", err
+	}
+	defer release()
 	// Claimed before a byte is written: the blob collector leaves claimed
 	// bytes alone for FOODSAFE_BLOB_GRACE, however long the upload or the
 	// commit of its reference takes.
 	if err := a.store.BlobClaim(c.Request.Context(), hex.EncodeToString(want[:]), a.now().UnixMilli()); err != nil {
 		return blob.Object{}, "", err
 	}
-	// Files may take longer to arrive than a JSON body.
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(a.cfg.UploadTimeout))
-	obj, err := a.blobs.Put(c.Request.Context(), c.Request.Body, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
+	// Files may take longer to arrive than a JSON body, but not stall.
+	body := &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
+		end: time.Now().Add(a.cfg.UploadTimeout)}
+	obj, err := a.blobs.Put(c.Request.Context(), body, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
 	switch {
+	case err != nil && body.idled:
+		c.Set(ctxServerCut, true)
+		return blob.Object{}, "", a.errUploadStalled()
 	case errors.Is(err, blob.ErrTooLarge):
 		return blob.Object{}, "", tooLarge
 	case errors.Is(err, blob.ErrDigestMismatch):

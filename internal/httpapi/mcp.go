@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -80,6 +82,10 @@ func (a *API) mcpServe(c *gin.Context) error {
 	if err := jsonContentType(c); err != nil {
 		return err
 	}
+	if err := a.refuseBatch(c); err != nil {
+		c.Set(ctxAuditOutcome, "batch refused")
+		return err
+	}
 	p := principal(c)
 	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
@@ -96,6 +102,45 @@ func (a *API) mcpServe(c *gin.Context) error {
 		c.AbortWithStatus(statusClientClosedRequest)
 	}
 	return nil
+}
+
+// errBatch refuses a JSON-RPC batch. Batches were removed from MCP in
+// protocol revision 2025-06-18, and the SDK still runs them for clients
+// announcing an older revision (or none): one POST could then carry
+// thousands of tool calls for one unit of the rate-limit budget and one
+// audit row, with an answer hundreds of times its size. Refusing them at
+// every revision keeps one POST to one JSON-RPC message: one call, one
+// budget unit, one audit row, one page of at most wire.MaxLimit records.
+var errBatch = apperr.New(apperr.Invalid,
+	"JSON-RPC batches (a JSON array) are not accepted at any protocol revision: send one JSON-RPC message per POST.")
+
+// refuseBatch answers errBatch when the body is a JSON array, looking no
+// further than its first non-blank byte, and leaves the body whole for
+// the SDK otherwise.
+func (a *API) refuseBatch(c *gin.Context) error {
+	body := bufio.NewReaderSize(c.Request.Body, 512)
+	blank := int64(0)
+	c.Request.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, c.Request.Body}
+	for {
+		b, err := body.Peek(1)
+		if err != nil {
+			return nil // empty or unreadable: the SDK answers
+		}
+		switch b[0] {
+		case ' ', '\t', '\n', '\r':
+			if blank++; blank > a.cfg.MaxBodyBytes {
+				return apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+			}
+			_, _ = body.Discard(1)
+		case '[':
+			return errBatch
+		default:
+			return nil
+		}
+	}
 }
 
 // sdkWriter holds back the SDK's plain-text error answers (http.Error) so

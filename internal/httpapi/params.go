@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // queryOnce reads a query parameter that may appear at most once; a
-// repeated parameter is ambiguous and refused rather than guessed.
+// repeated parameter is ambiguous and refused rather than guessed, and
+// one that is not UTF-8 is refused too.
 func queryOnce(c *gin.Context, name string) (string, bool, error) {
 	vs, ok := c.GetQueryArray(name)
 	if !ok {
@@ -26,6 +28,11 @@ func queryOnce(c *gin.Context, name string) (string, bool, error) {
 	}
 	if len(vs) > 1 {
 		return "", true, apperr.Param(name, "must be given at most once")
+	}
+	if !utf8.ValidString(vs[0]) {
+		// %ff%fe decodes to bytes that are no text: refused here rather
+		// than compared (and mismatched) with stored text further on.
+		return "", true, apperr.Param(name, "must be UTF-8 text once percent-decoded")
 	}
 	return vs[0], true, nil
 }

@@ -77,6 +77,10 @@ func (a *API) classify(ctx context.Context, reqID, route string, err error) (app
 	}
 	errs := slices.Clone(e.Errors)
 	for i := range errs {
+		// A pointer names a member the client sent, which may be a key
+		// pasted as a member name.
+		errs[i].Pointer = redact.Secrets(errs[i].Pointer)
+		errs[i].Parameter = redact.Secrets(errs[i].Parameter)
 		errs[i].Detail = redact.Secrets(errs[i].Detail)
 	}
 	return kind, redact.Secrets(detail), errs
@@ -97,12 +101,17 @@ const retryAfterUnavailable = "1"
 // the answer (nginx's 499); nobody reads the response.
 const statusClientClosedRequest = 499
 
+// ctxServerCut marks a request the server itself stopped reading (an
+// upload idle past its timeout): its context is cancelled, but the client
+// is still there to read why.
+const ctxServerCut = "foodsafe.serverCut"
+
 // fail aborts the handler chain with a problem document for err. When the
 // client has gone (its request context is cancelled), the failure is the
 // consequence, not a fault: it is recorded as 499, not as an internal error.
 // A panic is a fault whoever hung up.
 func (a *API) fail(c *gin.Context, err error) {
-	if _, panicked := errors.AsType[*panicError](err); c.Request.Context().Err() != nil && !panicked {
+	if _, panicked := errors.AsType[*panicError](err); c.Request.Context().Err() != nil && !panicked && !c.GetBool(ctxServerCut) {
 		a.log.LogAttrs(context.WithoutCancel(c.Request.Context()), slog.LevelInfo, "client closed request",
 			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		c.AbortWithStatus(statusClientClosedRequest)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -16,6 +17,13 @@ import (
 type DeliveryPos struct {
 	OccurredAt int64  `json:"o"`
 	ID         string `json:"i"`
+}
+
+// Valid reports a position the delivery list could have issued: a
+// timestamp that is not negative and a well-formed delivery id (a NUL
+// character would reach PostgreSQL as an error).
+func (p *DeliveryPos) Valid() bool {
+	return p.OccurredAt >= 0 && ids.Valid(p.ID)
 }
 
 // DeliveryCreate inserts an immutable delivery. Writing the same content

@@ -197,6 +197,10 @@ type WalkPos struct {
 	After  int64 `json:"a"`
 }
 
+// Valid reports a position a walk could have issued: stream positions
+// are never negative, and a walk never stands past where it is pinned.
+func (p *WalkPos) Valid() bool { return p.Pinned >= 0 && p.After >= 0 }
+
 // WalkPage is one page of a walk.
 type WalkPage struct {
 	Records []wire.Envelope

@@ -321,6 +321,11 @@ func collect(e *jsonschema.ValidationError, prefix string, out *[]apperr.FieldEr
 		for _, m := range k.Properties {
 			*out = append(*out, apperr.FieldError{Pointer: at + "/" + escape(m), Detail: "unknown member; no additional properties are allowed"})
 		}
+	case *kind.Not:
+		// The library says only "'not' failed". The one "not" of the
+		// request schemas is sourceVersion's: a string or null that is
+		// not a string, i.e. null.
+		*out = append(*out, apperr.FieldError{Pointer: at, Detail: "only null is accepted here"})
 	default:
 		*out = append(*out, apperr.FieldError{Pointer: at, Detail: e.ErrorKind.LocalizedString(printer)})
 	}

@@ -55,6 +55,9 @@ type changesPos struct {
 	Since int64 `json:"s"`
 }
 
+// Valid reports a position a walk could have issued.
+func (p *changesPos) Valid() bool { return p.Since >= 0 }
+
 // walkPos is what a nextCursor carries: where the walk stands, and until
 // when its cursors are valid (unix seconds): FOODSAFE_CURSOR_TTL after the
 // walk's first page, however many pages follow. A walk therefore never
@@ -66,6 +69,9 @@ type walkPos struct {
 	store.WalkPos
 	Until int64 `json:"u,omitempty"`
 }
+
+// Valid reports a position a walk could have issued.
+func (p *walkPos) Valid() bool { return p.WalkPos.Valid() && p.Until >= 0 }
 
 // Page answers one page of a walk of (restaurantID, collection) with limit
 // records at most. raw is the client's cursor as received: empty starts a
