@@ -26,7 +26,7 @@ type ToolDoc struct {
 // ToolArg is one argument of a tool, from its input schema.
 type ToolArg struct {
 	Name, Type, Description string
-	Required               bool
+	Required                bool
 }
 
 // Tools documents the MCP tools, sorted by name, from the definitions
