@@ -3,6 +3,8 @@ package config
 import (
 	"testing"
 	"time"
+
+	"github.com/caarlos0/env/v11"
 )
 
 func TestDays(t *testing.T) {
@@ -64,5 +66,43 @@ func TestLoadRefusesUnsafeRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// Variables lists exactly the variables env.Parse reads from Config
+// (a nested struct or a prefix would change them), each with a meaning
+// (a desc tag): the configuration reference is made from it.
+func TestVariablesCoverConfig(t *testing.T) {
+	params, err := env.GetFieldParams(&Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, err := Variables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]Variable{}
+	for _, v := range vars {
+		listed[v.Name] = v
+		if v.Meaning == "" || v.Type == "" {
+			t.Errorf("%s: no meaning or type (a desc tag on its Config field)", v.Name)
+		}
+	}
+	for _, p := range params {
+		v, ok := listed[p.Key]
+		switch {
+		case !ok:
+			t.Errorf("%s is read but not listed", p.Key)
+		case v.ReadBy != "foodsafe":
+			t.Errorf("%s is read by %q", p.Key, v.ReadBy)
+		case p.HasDefaultValue && v.Default != p.DefaultValue:
+			t.Errorf("%s: default %q, listed %q", p.Key, p.DefaultValue, v.Default)
+		}
+	}
+	if n := len(vars) - len(Elsewhere); n != len(params) {
+		t.Errorf("%d variables from Config, env reads %d", n, len(params))
+	}
+	if v := listed["FOODSAFE_METRICS_ADDR"]; v.Default != DefaultMetricsAddr {
+		t.Errorf("FOODSAFE_METRICS_ADDR's default is listed as %q", v.Default)
 	}
 }

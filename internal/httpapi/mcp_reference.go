@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/foodsafe/foodsafe/internal/openapi"
 )
 
@@ -27,8 +29,8 @@ type ToolArg struct {
 	Required                bool
 }
 
-// Tools documents the MCP tools, sorted by name, from the same tool and
-// route tables (and input schemas) the server is built from.
+// Tools documents the MCP tools, sorted by name, from the definitions
+// the server is built from (the tool and route tables).
 func Tools() ([]ToolDoc, error) {
 	routes := (&API{}).routes()
 	tools, err := buildTools(routes)
@@ -41,13 +43,14 @@ func Tools() ([]ToolDoc, error) {
 	}
 	docs := make([]ToolDoc, 0, len(tools))
 	for _, t := range tools {
-		d := ToolDoc{Name: t.name, Title: t.title, Description: t.description, Route: paths[t.route]}
+		// The definition tools/list serves, schemas and all.
+		d := ToolDoc{Name: t.tool.Name, Title: t.tool.Title, Description: t.tool.Description, Route: paths[t.route]}
 		if t.need != nil {
 			d.Scopes = t.need.names
 		}
-		in, err := inputSchema(t.args)
-		if err != nil {
-			return nil, err
+		in, ok := t.tool.InputSchema.(*jsonschema.Schema)
+		if !ok {
+			return nil, fmt.Errorf("mcp tool %s: input schema is a %T", t.name, t.tool.InputSchema)
 		}
 		for name, p := range in.Properties {
 			typ := p.Type
