@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build run migrate test test-citus chaos bench bench-http load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
+.PHONY: build run migrate test test-citus chaos bench bench-http bench-migrate-data load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -89,6 +89,11 @@ load: build
 bench-http: build
 	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
+
+## bench-migrate-data: the cost of migration 00013 (data from jsonb to
+## json) per million rows, as a migration and online (tests/load/migrate-data.sh).
+bench-migrate-data: build
+	ROWS=$(ROWS) tests/load/migrate-data.sh
 
 ## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.
 generate:
