@@ -298,7 +298,7 @@ end
 LUA
 ingestsubst() { # record-id expression
   echo "s/:restaurant_id/('r' || :r)/g; s/:record_id/($1)/g; s/:mutation_id/('pg-' || :client_id || '-' || :m)/g; \
-s/:collection/'areas'/g; s/:deleted/false/g; s/:data/'{\"name\":\"x\",\"isDeleted\":false}'/g; \
+s/:collection/'areas'/g; s/:deleted/false/g; s/:data/json_build_object('name', 'x', 'isDeleted', false)/g; \
 s/:captured_at/1700000000000/g; s/:received_at/1700000000000/g; s/:source_version/NULL::text/g; s/:payload_version/1/g; \
 s/:request_sha256/'\\\\x00'::bytea/g"
 }
