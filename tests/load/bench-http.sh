@@ -327,7 +327,7 @@ txrows=()
 ingestrow() { # label streams new|update|replay
   local rps p50 p99 bad dbu tb tt= limits=() run=run$RANDOM$RANDOM-s$2
   # A replay run sends its update run's ids again, as many as it sent.
-  if [ "$3" = replay ]; then read -r -a limits <"$work/counts-$2"; run=$(cat "$work/run-$2"); fi
+  if [ "$3" = replay ]; then read -r -a limits <"$work/counts-$2" || true; run=$(cat "$work/run-$2"); fi
   read -r rps p50 p99 bad dbu < <(BENCH_COUNTS=$work/counts-$2-$3 CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "$run" "$3" "${limits[@]}")
   if [ "$3" = update ]; then cp "$work/counts-$2-$3" "$work/counts-$2"; echo "$run" >"$work/run-$2"; fi
   if [ "$3" = replay ]; then
