@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build image run migrate test test-citus chaos bench bench-http load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-http bench-migrate-data compare-walk load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -124,6 +124,16 @@ load: build
 bench-http: build
 	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
+
+## bench-migrate-data: the cost of migration 00013 (data from jsonb to
+## json) per million rows, as a migration and online (tests/load/migrate-data.sh).
+bench-migrate-data: build
+	ROWS=$(ROWS) tests/load/migrate-data.sh
+
+## compare-walk: a walk page and its data statement on an older binary
+## (OLD=path) and this one, alternating (tests/load/compare-walk.sh).
+compare-walk: build
+	OLD=$(OLD) ROUNDS=$(ROUNDS) DURATION=$(DURATION) tests/load/compare-walk.sh
 
 ## generate: regenerate internal/store/internal/db from sql/ with the pinned sqlc.
 generate:

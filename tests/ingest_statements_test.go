@@ -118,12 +118,12 @@ func TestIngestStatementsAgree(t *testing.T) {
 	pipelined := run(t, true)
 	require.Equal(t, single, pipelined)
 	require.Equal(t, []string{
-		`a m2 2 false {"name": "a2", "isDeleted": false}`,
+		`a m2 2 false {"name":"a2","isDeleted":false}`,
 		`b m4 4 true `,
-		`c m5 5 false {"name": "c1", "isDeleted": false}`,
+		`c m5 5 false {"name":"c1","isDeleted":false}`,
 	}, single.Current)
-	require.Contains(t, single.History, `a m1 1 false {"name": "a1", "isDeleted": false} superseded by "2"`)
-	require.Contains(t, single.History, `b m3 3 false {"name": "b1", "isDeleted": false} superseded by "4"`)
+	require.Contains(t, single.History, `a m1 1 false {"name":"a1","isDeleted":false} superseded by "2"`)
+	require.Contains(t, single.History, `b m3 3 false {"name":"b1","isDeleted":false} superseded by "4"`)
 }
 
 // BenchmarkIngestStatements compares the two ways ingest writes a change

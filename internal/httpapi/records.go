@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"sort"
 
 	"github.com/gin-gonic/gin"
@@ -102,7 +101,11 @@ func (a *API) recordPut(c *gin.Context) error {
 	case len(key) != 1 || key[0] != mutationID:
 		return apperr.Param(HeaderIdempotencyKey, "header must equal the mutationId in the path")
 	}
-	doc, errs, err := a.decodeBody(c, "ingest")
+	body, err := a.readJSON(c)
+	if err != nil {
+		return err
+	}
+	doc, errs, err := a.parseBody(body, "ingest")
 	if err != nil {
 		return err
 	}
@@ -140,7 +143,9 @@ func (a *API) recordPut(c *gin.Context) error {
 		CarriesFiles: col.CarriesFiles, Events: col.Events,
 	}
 	if !m.Deleted {
-		if m.Data, err = json.Marshal(data); err != nil {
+		// Stored as sent (validate.RawMember), never re-encoded from the
+		// decoded form: numbers keep their text, members their order.
+		if m.Data, err = validate.RawMember(body, "data"); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 		if err != nil {
 			return err
 		}
-		rec, data, err := uploadTarget(ctx, q, k, u.ObjectKey)
+		rec, _, err := uploadTarget(ctx, q, k, u.ObjectKey)
 		if err != nil {
 			return err
 		}
@@ -71,11 +71,11 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 				objectKey, k.RecordID, prev.Sha256)
 		}
 
-		verified := verifiedAsset(objectKey, u.SHA256, u.ContentType, u.ByteLength)
-		if data["asset"], err = json.Marshal(verified); err != nil {
+		verified, err := json.Marshal(verifiedAsset(objectKey, u.SHA256, u.ContentType, u.ByteLength))
+		if err != nil {
 			return err
 		}
-		newData, err := json.Marshal(data)
+		newData, err := withMember(rec.Data, "asset", verified)
 		if err != nil {
 			return err
 		}
@@ -188,10 +188,11 @@ func normaliseAsset(ctx context.Context, q *db.Queries, m Mutation) (json.RawMes
 	case ok:
 		v = verifiedAsset(up.ObjectKey, up.Sha256, up.ContentType, up.ByteLength)
 	}
-	if data["asset"], err = json.Marshal(v); err != nil {
+	owned, err := json.Marshal(v)
+	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(data)
+	return withMember(m.Data, "asset", owned)
 }
 
 // AssetList returns the record's verified asset, if its current data names

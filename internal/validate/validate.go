@@ -28,8 +28,9 @@ import (
 	"github.com/foodsafe/foodsafe/schemas"
 )
 
-// maxNumberLen bounds the text of a JSON number.
-const maxNumberLen = 100
+// maxNumberLen bounds the text of a JSON number: the cap of a string in
+// data (spec 5), so a number costs no more to hold than a string does.
+const maxNumberLen = 10000
 
 var printer = message.NewPrinter(language.English)
 
@@ -110,9 +111,10 @@ func (s *Set) Has(name string) bool {
 // The body must be one JSON object (RFC 8259): UTF-8 throughout (invalid
 // bytes and lone surrogate escapes such as \ud800 are refused, never
 // rewritten), member names unique within an object, no NUL character, and
-// every number a finite double. Numbers keep the text they were
-// sent with (json.Number), so data carries through untouched; replays are
-// compared on wire.CanonicalJSON, where 1.50 and 1.5 are the same value.
+// every number a finite double of at most 10,000 characters. Numbers keep
+// the text they were sent with (json.Number) for the validator; what is
+// stored is the body's own text (RawMember). Replays are compared on
+// wire.CanonicalJSON, where 1.50 and 1.5 are the same value.
 // Every violation is reported with the JSON Pointer of the offending value.
 func Decode(body []byte) (map[string]any, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
@@ -210,24 +212,24 @@ func checkStorable(v any, ptr string, errs *[]apperr.FieldError) {
 	}
 }
 
-// numberViolation says why a JSON number is refused, or "". Numbers must
-// be finite IEEE-754 doubles written in at most 100 characters: that is what
-// a JSON number means to clients (the OpenAPI document says format double),
-// and every such number is storable in PostgreSQL jsonb, which keeps its
-// text exactly (1.50 stays 1.50).
+// numberViolation says why a JSON number is refused, or "". A number's
+// value must be within the range of an IEEE-754 double (what a JSON number
+// means to clients: the OpenAPI document says format double), and its text
+// at most 10,000 characters, like a string's; within that, any text JSON
+// allows (-0.0, 1E+2, 300 significant digits) is stored and served as sent.
 func numberViolation(s string) string {
+	if len(s) > maxNumberLen {
+		return "number too long: a number is written in at most 10000 characters"
+	}
 	if !usableNumber(s) {
-		return "number out of range: numbers must be finite IEEE-754 doubles written in at most 100 characters"
+		return "number out of range: a number's value must be within the range of an IEEE-754 double (finite, and not a non-zero value that rounds to zero)"
 	}
 	return ""
 }
 
-// usableNumber rejects text longer than maxNumberLen, overflow to infinity
-// and non-zero values that underflow to zero.
+// usableNumber rejects overflow to infinity and non-zero values that
+// underflow to zero.
 func usableNumber(s string) bool {
-	if len(s) > maxNumberLen {
-		return false
-	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) {
 		return false
@@ -360,4 +362,38 @@ func escape(s string) string {
 func Invalid(errs []apperr.FieldError) *apperr.Error {
 	return &apperr.Error{Code: apperr.Invalid,
 		Detail: fmt.Sprintf("The body is invalid: %d violation(s); see errors.", len(errs)), Errors: errs}
+}
+
+// RawMember returns the text of the top-level member name of a body
+// Decode accepted, as sent but for the whitespace between its tokens
+// (jsontext's Compact: strings and numbers are never rewritten, members
+// keep their order); nil when the body has no such member. Ingest stores
+// a record's data this way, so that it reads back as the client wrote it.
+func RawMember(body []byte, name string) (json.RawMessage, error) {
+	d := jsontext.NewDecoder(bytes.NewReader(body))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, errors.New("validate: the body is not a JSON object")
+	}
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if tok.String() != name {
+			if err := d.SkipValue(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		v = v.Clone()
+		if err := v.Compact(); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(v), nil
+	}
+	return nil, nil
 }

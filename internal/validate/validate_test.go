@@ -40,3 +40,31 @@ func FuzzBodies(f *testing.F) {
 		}
 	})
 }
+
+// A number is held to a string's cap of 10,000 characters, and nothing
+// shorter; its value to a double's range.
+func TestNumberLimits(t *testing.T) {
+	long := "0." + strings.Repeat("9", 9998)
+	for n, ok := range map[string]bool{
+		long: true, long + "9": false, "1" + strings.Repeat("0", 300): true,
+		"1.7976931348623157e308": true, "1e400": false, "1e-400": false, "-0.0": true, "1E+2": true,
+	} {
+		_, err := validate.Decode([]byte(`{"n":` + n + `}`))
+		if (err == nil) != ok {
+			t.Errorf("%.30s... (%d characters): accepted %v, want %v (%v)", n, len(n), err == nil, ok, err)
+		}
+	}
+}
+
+// RawMember is the member's own text, compacted: numbers, escapes and
+// member order as sent.
+func TestRawMember(t *testing.T) {
+	body := []byte("{\"id\":\"x\", \"data\" : { \"b\" : 1E+2,\n \"a\" : [ -0.0 , \"\\u00e9 x\" ] }, \"z\":1}")
+	got, err := validate.RawMember(body, "data")
+	if err != nil || string(got) != `{"b":1E+2,"a":[-0.0,"\u00e9 x"]}` {
+		t.Fatalf("got %s, %v", got, err)
+	}
+	if got, err := validate.RawMember(body, "none"); got != nil || err != nil {
+		t.Fatalf("absent member: %s, %v", got, err)
+	}
+}

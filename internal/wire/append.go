@@ -8,19 +8,17 @@ import (
 
 // The two answers that carry records (a walk page, a single record) are
 // written by hand instead of by encoding/json, for one reason: a record's
-// data comes from PostgreSQL's jsonb, which is valid JSON by construction,
-// and encoding/json re-validates and re-compacts every json.RawMessage it
-// writes, which was the largest single cost of a walk page (12% of its CPU
-// in appendCompact, 30% in encoding/json overall, under make bench-http).
-// Everything is written as encoding/json writes it (PureJSON: no HTML
-// escaping); the data's whitespace (jsonb's text form puts a space after
-// ':' and ',') is dropped by a plain copy that skips it outside strings,
-// which gives the bytes encoding/json's compaction gave, without the
-// validation. TestAppendJSONMatchesEncodingJSON holds both writers to the
-// same JSON, and TestCompactValidJSON the copy to json.Compact.
+// data is stored as the text the client sent, validated and compacted on
+// ingest (validate.RawMember), and encoding/json re-validates and
+// re-compacts every json.RawMessage it writes, which was the largest single
+// cost of a walk page (12% of its CPU in appendCompact, 30% in
+// encoding/json overall, under make bench-http). Here data is copied as
+// stored, byte for byte; everything else is written as encoding/json
+// writes it (PureJSON: no HTML escaping). TestAppendJSONMatchesEncodingJSON
+// holds both writers to the same JSON.
 
 // AppendJSON appends the envelope as JSON. Data must be valid JSON (as
-// read from jsonb); strings that are not valid UTF-8 are an error, and the
+// stored: the json column checks it), and is copied as it is; strings that are not valid UTF-8 are an error, and the
 // caller falls back to encoding/json.
 func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
 	var err error
@@ -38,7 +36,7 @@ func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
-		b = appendCompactValid(b, e.Data)
+		b = append(b, e.Data...)
 	}
 	b = append(b, `,"deleted":`...)
 	b = strconv.AppendBool(b, e.Deleted)
@@ -99,25 +97,4 @@ func appendMillis(b []byte, v int64) []byte {
 	b = append(b, '"')
 	b = strconv.AppendInt(b, v, 10)
 	return append(b, '"')
-}
-
-// appendCompactValid appends src, which must be valid JSON, without its
-// insignificant whitespace. It does not validate: it only tells strings
-// (copied as they are, escapes included) from the space between tokens.
-func appendCompactValid(dst, src []byte) []byte {
-	start := 0 // first byte of src not yet copied
-	for i := 0; i < len(src); i++ {
-		switch src[i] {
-		case '"':
-			for i++; i < len(src) && src[i] != '"'; i++ {
-				if src[i] == '\\' {
-					i++ // the escaped byte cannot end the string
-				}
-			}
-		case ' ', '\t', '\n', '\r':
-			dst = append(dst, src[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, src[start:]...)
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -61,26 +60,5 @@ func TestAppendJSONRefusesInvalidUTF8(t *testing.T) {
 	_, err := Envelope{ID: "bad\xff"}.AppendJSON(nil)
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Fatalf("invalid UTF-8: %v", err)
-	}
-}
-
-// The copy drops exactly what json.Compact drops, on the text forms
-// PostgreSQL's jsonb gives and on strings full of spaces and escapes.
-func TestCompactValidJSON(t *testing.T) {
-	for _, src := range []string{
-		`{}`, `[]`, `"a b"`, `12.50`, `null`,
-		`{"name": "x", "isDeleted": false}`,
-		`{"a": [1, 2.50, -0, 1e3], "b": {"c": null, "d": "sp ace"}}`,
-		`{"q": "say \"hi, there\": ok", "bs": "c:\\ dir\\", "u": "\u00e9 \u2028", "t": "\t\n"}`,
-		"{\"raw\": \"tab\\there é 😀\"}",
-		" \n\t{ \"k\" :\r\n [ 1 , 2 ] } ",
-	} {
-		var want bytes.Buffer
-		if err := json.Compact(&want, []byte(src)); err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		if got := appendCompactValid(nil, []byte(src)); string(got) != want.String() {
-			t.Errorf("%s:\n got  %s\n want %s", src, got, want.String())
-		}
 	}
 }

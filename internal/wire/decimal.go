@@ -10,7 +10,7 @@ import (
 // Decimal is the exact value of a JSON number: digits × 10^exp, with the
 // digits stripped of leading and trailing zeros (empty for zero). JSON
 // numbers are decimal text and the service carries them through as sent
-// (PostgreSQL's jsonb keeps them exactly); Decimal is how two texts of one
+// (data is stored as the text sent); Decimal is how two texts of one
 // value (1.50, 1.5, 15e-1) are recognised as the same.
 type Decimal struct {
 	neg    bool

@@ -155,6 +155,10 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      still says where it is pinned. It answers a changes walk with
 --      nothing to return, and shows the caller an `after` beyond the
 --      stream's head (P < after), which it refuses. No table is read.
+--      Its data is an untyped NULL, which takes the type of data in the
+--      other branches: json, or jsonb on a table not yet migrated (00013),
+--      so the statement runs on both while a large table is migrated
+--      online.
 --      Compacted versions are never read: a walk's cursors expire
 --      FOODSAFE_CURSOR_TTL after its first page, before any version it
 --      needs is compacted (FOODSAFE_COMPACT_AFTER is longer).
@@ -199,6 +203,6 @@ UNION ALL
    AND h.sequence > sqlc.arg(after_sequence)
    AND h.sequence <= (SELECT p FROM pin))
 UNION ALL
-(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL::jsonb, 0::bigint, 0::bigint, NULL::text, 0::integer
+(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM pin
  WHERE pin.p <= sqlc.arg(after_sequence));

@@ -52,12 +52,19 @@ UPDATE restaurants SET enabled_at = '2020-01-01';
 INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
                             received_at, payload_version, request_sha256)
 SELECT 'r1', 'areas', i, 'area-' || i, 'seed-' || i, false,
-       jsonb_build_object('name', 'Area ' || i, 'isDeleted', false), 1700000000000, 1700000000000, 1, sha256(i::text::bytea)
+       ('{"name":"Area ' || i || '","isDeleted":false}')::json, 1700000000000, 1700000000000, 1, sha256(i::text::bytea)
 FROM generate_series(1, $N) i;
+-- The records the update rows write to, in every stream (r1 has them above).
+INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+                            received_at, payload_version, request_sha256)
+SELECT 'r' || s, 'areas', i, 'area-' || i, 'seed-r' || s || '-' || i, false,
+       ('{"name":"Area ' || i || '","isDeleted":false}')::json, 1700000000000, 1700000000000, 1, sha256(i::text::bytea)
+FROM generate_series(2, 8) s, generate_series(1, 5000) i;
 INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version)
 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 FROM record_changes;
 INSERT INTO collection_streams VALUES ('r1', 'areas', $N);
+INSERT INTO collection_streams SELECT 'r' || s, 'areas', 5000 FROM generate_series(2, 8) s;
 INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records,
                         non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256)
 SELECT 'r1', 'd' || lpad(g::text, 6, '0'), 1700000000000 + g * 60000, true, 's1', 'Supplier', '[]', '{}', '{}', NULL, 0,
@@ -88,7 +95,9 @@ trap cleanup EXIT
 pool=${POOL:-$CONNECTIONS}
 serve_url=$DATABASE_URL
 [ "$pool" = default ] || serve_url="$DATABASE_URL&pool_max_conns=$pool"
-DATABASE_URL=$serve_url FOODSAFE_ADDR=127.0.0.1:0 FOODSAFE_METRICS_ADDR=127.0.0.1:0 FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
+# BENCH_ADDR, BENCH_METRICS_ADDR, BENCH_BARE_ADDR: the listeners (default
+# any free loopback port).
+DATABASE_URL=$serve_url FOODSAFE_ADDR=${BENCH_ADDR:-127.0.0.1:0} FOODSAFE_METRICS_ADDR=${BENCH_METRICS_ADDR:-127.0.0.1:0} FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
   FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs" "$BIN" serve 2>"$work/serve.log" &
 pid=$!
 for _ in $(seq 1 100); do
@@ -128,16 +137,35 @@ pgtps() { # pgbench FILE VARS... -> tps
   pgbench -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "${DURATION%s}" "$@" -f "$f" "$DATABASE_URL" 2>&1 |
     awk '/^tps = / { printf "%.0f", $3 }'
 }
-# wrkrun PATH [LUA [-- ARGS]]: req/s p50_ms p99_ms non2xx
+# dbticks FILE: "pid ticks" of every backend of the bench database (user
+# plus system CPU in clock ticks, from /proc), for the database's time per
+# request: pg_stat_statements needs shared_preload_libraries, which a
+# shared server may not have.
+dbticks() {
+  psql "$DATABASE_URL" -Atc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()" |
+    while read -r p; do [ -r "/proc/$p/stat" ] && awk -v p="$p" '{ print p, $14 + $15 }' "/proc/$p/stat"; done >"$1" || true
+}
+# dbus BEFORE AFTER REQUESTS: the backends' CPU microseconds per request
+# between two dbticks (a backend that left between them is not counted).
+dbus() {
+  awk -v n="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { b[$1] = $2; next } { d += $2 - b[$1] }
+    END { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else printf "-" }' "$1" "$2"
+}
+# wrkrun PATH [LUA [-- ARGS]]: req/s p50_ms p99_ms non2xx db_us_per_request
 wrkrun() {
-  local path=$1 lua=()
+  local path=$1 lua=() out n
   [ -n "${2:-}" ] && lua=(-s "$2")
   shift $(( $# < 2 ? $# : 2 ))
   checkpoint
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1 |
-    awk '/Requests\/sec/ { rps = $2 } /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /Non-2xx/ { bad = $5 }
+  dbticks "$work/ticks.before"
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1)
+  dbticks "$work/ticks.after"
+  n=$(echo "$out" | awk '/ requests in / { print $1 }')
+  echo "$out" |
+    awk -v db="$(dbus "$work/ticks.before" "$work/ticks.after" "${n:-0}")" \
+      '/Requests\/sec/ { rps = $2 } /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /Non-2xx/ { bad = $5 }
       function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-      END { printf "%.0f %.2f %.2f %d\n", rps, ms(p50), ms(p99), bad }'
+      END { printf "%.0f %.2f %.2f %d %s\n", rps, ms(p50), ms(p99), bad, db }'
 }
 
 # barerun DATA-SCRIPT PATH VARS...: sets br to the req/s of the bare stack
@@ -162,11 +190,11 @@ barerun() {
   [ -s "$work/bare.body" ] || { echo "the service answered $path with nothing" >&2; exit 1; }
   : >"$work/bare.addr" # the last row's address must not be read before the new one is written
   # serve's GOGC too (serve sets 400 unless GOGC is set).
-  DATABASE_URL=$serve_url GOGC=${GOGC:-400} "$BARE" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
+  DATABASE_URL=$serve_url GOGC=${GOGC:-400} "$BARE" -addr "${BENCH_BARE_ADDR:-127.0.0.1:0}" -sql "$work/bare.sql" -body "$work/bare.body" "${a[@]}" >"$work/bare.addr" 2>"$work/bare.log" &
   barepid=$!
   for _ in $(seq 1 100); do addr=$(head -1 "$work/bare.addr"); [ -n "$addr" ] && break; sleep 0.1; done
   [ -n "$addr" ] || { echo "bench-bare did not start" >&2; cat "$work/bare.log" >&2; exit 1; }
-  read -r rps _ _ bad < <(BASE=http://$addr wrkrun "$path")
+  read -r rps _ _ bad _ < <(BASE=http://$addr wrkrun "$path")
   kill "$barepid"; wait "$barepid" 2>/dev/null || true; barepid=
   [ "${bad:-0}" = 0 ] && [ -n "$rps" ] || { echo "bench-bare failed on $path ($bad non-2xx)" >&2; cat "$work/bare.log" >&2; exit 1; }
   br=$rps
@@ -176,17 +204,17 @@ KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
 echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
-printf '%-42s %9s %8s %8s %22s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)"
+printf '%-42s %9s %8s %8s %9s %22s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)"
 row() { # label path data-script key+data-script vars...
   local label=$1 path=$2 data=$3 both=$4; shift 4
-  read -r rps p50 p99 bad < <(wrkrun "$path")
+  read -r rps p50 p99 bad dbu < <(wrkrun "$path")
   local tb td br
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
   # The bare stack runs the data statement (/v1/restaurants has none: its
   # answer comes from the cached key).
   if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
-  printf '%-42s %9s %8s %8s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)"
+  printf '%-42s %9s %8s %8s %9s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
   if [ -n "$data" ]; then printf ' %13s (%5.2f)' "$br" "$(echo "$br / $td" | bc -l)"; else printf ' %22s' "-"; fi
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
@@ -223,23 +251,36 @@ row "asset list (one file, signed URL)" /v1/restaurants/r1/collections/drive-fil
   -D restaurant_id=r1 -D collection=drive-files -D record_id=file-1
 
 # Ingest: 8 writers (connections) into one stream (r1/areas) or spread over
-# 8 streams (areas of r1..r8), updates of 5,000 records, a new mutation id
-# per request; against what ingest runs on plain PostgreSQL: the replay
-# check (RecordChangeByMutation), then StreamNextSequence and
-# RecordApplyChange in one pipeline, one implicit transaction. Also against
-# the same statements as one BEGIN ... COMMIT transaction, a round trip
-# each, the shape ingest had before (the stream lock then spanned three
-# round trips).
+# 8 streams (areas of r1..r8), every mutation id one never sent before
+# (a repeated id is a replay, a lookup, not a write), in three kinds:
+#   new      a new record per request;
+#   update   a new change of one of the 5,000 records every stream has;
+#   replay   the update run's mutation ids again, same bodies: idempotent
+#            replays (labelled as such; never counted as ingest).
+# Each against what ingest runs on plain PostgreSQL: the replay check
+# (RecordChangeByMutation), then StreamNextSequence and RecordApplyChange
+# in one pipeline, one implicit transaction (a replay: the check alone).
+# Also against the same statements as one BEGIN ... COMMIT transaction, a
+# round trip each, the shape ingest had before (the stream lock then
+# spanned three round trips).
 cat >"$work/ingest.lua" <<'LUA'
 local n = 0
-function setup(thread) n = n + 1; thread:set("tid", n) end
-function init(args) streams = tonumber(args[1]); run = args[2]; count = 0 end
+local threads = {}
+function setup(thread) n = n + 1; thread:set("tid", n); table.insert(threads, thread) end
+function init(args)
+  streams = tonumber(args[1]); run = args[2]; mode = args[3]; count = 0
+  limits = {}
+  for i = 4, #args do limits[i - 3] = tonumber(args[i]) end
+end
 function request()
   count = count + 1
-  -- Unique to the run: a mutation id seen before would be a replay.
-  local m = run .. "-w" .. tid .. "-" .. count
-  local r = "r" .. (count % streams + 1)
-  local rec = "area-" .. math.random(1, 5000)
+  local c = count
+  -- A replay run cycles through the ids its update run sent.
+  if mode == "replay" then c = (count - 1) % limits[tid] + 1 end
+  local m = run .. "-w" .. tid .. "-" .. c
+  local r = "r" .. (c % streams + 1)
+  local rec = "new-" .. m
+  if mode ~= "new" then rec = "area-" .. ((tid * 7919 + c * 104729) % 5000 + 1) end
   local body = '{"id":"' .. rec .. '","restaurantId":"' .. r .. '","mutationId":"' .. m ..
     '","payloadVersion":1,"capturedAt":"1700000000000","sourceVersion":null,"deleted":false,' ..
     '"data":{"name":"bench ' .. m .. '","isDeleted":false}}'
@@ -247,36 +288,66 @@ function request()
     -- Headers given here replace wrk's -H ones: carry Authorization over.
     {["Content-Type"] = "application/json", ["Idempotency-Key"] = m, ["Authorization"] = wrk.headers["Authorization"]}, body)
 end
+-- How many ids each thread sent, for the replay run (less the last few,
+-- which may not have been answered when the run stopped).
+function done()
+  local f = io.open(os.getenv("BENCH_COUNTS"), "w")
+  for _, t in ipairs(threads) do f:write(math.max(1, t:get("count") - 100), " ") end
+  f:close()
+end
 LUA
-SUBST="s/:restaurant_id/('r' || :r)/g; s/:record_id/('area-' || :rec)/g; s/:mutation_id/('pg-' || :client_id || '-' || :m)/g; \
-s/:collection/'areas'/g; s/:deleted/false/g; s/:data/jsonb_build_object('name', 'x', 'isDeleted', false)/g; \
+ingestsubst() { # record-id expression
+  echo "s/:restaurant_id/('r' || :r)/g; s/:record_id/($1)/g; s/:mutation_id/('pg-' || :client_id || '-' || :m)/g; \
+s/:collection/'areas'/g; s/:deleted/false/g; s/:data/json_build_object('name', 'x', 'isDeleted', false)/g; \
 s/:captured_at/1700000000000/g; s/:received_at/1700000000000/g; s/:source_version/NULL::text/g; s/:payload_version/1/g; \
 s/:request_sha256/'\\\\x00'::bytea/g"
-ingestscript() { # pipelined|transaction
+}
+ingestscript() { # pipelined|transaction|replay new|update
+  local SUBST
+  if [ "$2" = new ]; then SUBST=$(ingestsubst "'new-' || :client_id || '-' || :m"); else SUBST=$(ingestsubst "'area-' || :rec"); fi
   echo '\set r random(1, :streams)'
   echo '\set rec random(1, 5000)'
   echo '\set m random(1, 9000000000000000000)'
-  if [ "$1" = pipelined ]; then sql RecordChangeByMutation | sed -E "$SUBST"; echo '\startpipeline'; else echo 'BEGIN;'; sql RecordChangeByMutation | sed -E "$SUBST"; fi
+  case $1 in
+    replay) sql RecordChangeByMutation | sed -E "$SUBST"; return ;;
+    pipelined) sql RecordChangeByMutation | sed -E "$SUBST"; echo '\startpipeline' ;;
+    *) echo 'BEGIN;'; sql RecordChangeByMutation | sed -E "$SUBST" ;;
+  esac
   sql StreamNextSequence | sed -E "$SUBST"
   sql RecordApplyChange | sed -E "$SUBST"
   if [ "$1" = pipelined ]; then echo '\endpipeline'; else echo 'COMMIT;'; fi
 }
-ingestscript pipelined >"$work/ingest.sql"
-ingestscript transaction >"$work/ingest-tx.sql"
-SUBST=
+for k in new update; do
+  ingestscript pipelined $k >"$work/ingest-$k.sql"
+  ingestscript transaction $k >"$work/ingest-tx-$k.sql"
+done
+# The replay check finds an id pgbench's update rows wrote.
+ingestscript replay update | sed -E "s/\('pg-' \|\| :client_id \|\| '-' \|\| :m\)/('seed-' || :rec)/" >"$work/ingest-replay.sql"
 txrows=()
-ingestrow() { # label streams
-  local rps p50 p99 bad tb tt
-  read -r rps p50 p99 bad < <(CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "s$2")
-  tb=$(CONNECTIONS=8 pgtps "$work/ingest.sql" -D streams="$2")
-  tt=$(CONNECTIONS=8 pgtps "$work/ingest-tx.sql" -D streams="$2")
-  printf '%-42s %9s %8s %8s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
+ingestrow() { # label streams new|update|replay
+  local rps p50 p99 bad dbu tb tt= limits=() run=run$RANDOM$RANDOM-s$2
+  # A replay run sends its update run's ids again, as many as it sent.
+  if [ "$3" = replay ]; then read -r -a limits <"$work/counts-$2" || true; run=$(cat "$work/run-$2"); fi
+  read -r rps p50 p99 bad dbu < <(BENCH_COUNTS=$work/counts-$2-$3 CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "$run" "$3" "${limits[@]}")
+  if [ "$3" = update ]; then cp "$work/counts-$2-$3" "$work/counts-$2"; echo "$run" >"$work/run-$2"; fi
+  if [ "$3" = replay ]; then
+    tb=$(CONNECTIONS=8 pgtps "$work/ingest-replay.sql" -D streams=1)
+  else
+    tb=$(CONNECTIONS=8 pgtps "$work/ingest-$3.sql" -D streams="$2")
+    tt=$(CONNECTIONS=8 pgtps "$work/ingest-tx-$3.sql" -D streams="$2")
+  fi
+  printf '%-42s %9s %8s %8s %9s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$dbu" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
-  txrows+=("$(printf '  %s: %s tps (service %.2f of it)' "$1" "$tt" "$(echo "$rps / $tt" | bc -l)")")
+  [ -n "${tt:-}" ] && txrows+=("$(printf '  %s: %s tps (service %.2f of it)' "$1" "$tt" "$(echo "$rps / $tt" | bc -l)")")
+  return 0
 }
-ingestrow "ingest, 8 writers, one stream" 1
-ingestrow "ingest, 8 writers, 8 streams" 8
+for streams in 1 8; do
+  label="8 writers, $([ $streams = 1 ] && echo one stream || echo 8 streams)"
+  ingestrow "ingest, new records, $label" $streams new
+  ingestrow "ingest, updates, $label" $streams update
+  ingestrow "replays (not ingest), $label" $streams replay
+done
 echo "ingest's statements as one BEGIN ... COMMIT transaction, a round trip each:"
 printf '%s\n' "${txrows[@]}"
 

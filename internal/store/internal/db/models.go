@@ -162,7 +162,8 @@ type Record struct {
 	Sequence     int64
 	MutationID   string
 	// Tombstone: the record was deleted in the app; data is null.
-	Deleted        bool
+	Deleted bool
+	// The record as the client sent it (JSON text, validated, whitespace between tokens removed; rows written before migration 00013 hold jsonb's text form), served as stored; null for a tombstone.
 	Data           []byte
 	CapturedAt     int64
 	ReceivedAt     int64
@@ -178,7 +179,8 @@ type RecordChange struct {
 	RecordID     string
 	MutationID   string
 	Deleted      bool
-	Data         []byte
+	// The change's record as the client sent it (JSON text, validated, whitespace between tokens removed; rows written before migration 00013 hold jsonb's text form), served as stored; null for a tombstone and once compacted.
+	Data []byte
 	// Epoch milliseconds when the device recorded the change.
 	CapturedAt int64
 	// Epoch milliseconds when the service accepted the change.
