@@ -205,7 +205,8 @@ func (a *API) routes() []route {
 				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
 				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
 				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
-				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors; transport errors " +
+				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors (an unknown method: " +
+				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +
 				"are problems. Other methods than POST are 405.",
 			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
 			Body:    &openapi.Body{Schema: "JsonRpcRequest"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
