@@ -208,3 +208,56 @@ func TestIngestBoundariesAccepted(t *testing.T) {
 	p = requireProblem(t, a.ingest(key, "r1", "areas", "a3", "m4", b), http.StatusBadRequest, "invalid-request")
 	require.Equal(t, "/capturedAt", p.Errors[0].Pointer)
 }
+
+// cooling, freezing and reheating: endTemperature is null together with
+// endDate (spec 2.5). A closed cycle carries both, an open one neither (an
+// absent member counts as null); one without the other is a 400 pointing
+// at endTemperature, and nothing is stored.
+func TestCycleEndsAreNullTogether(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "cooling:write", "cooling:read", "freezing:write", "reheating:write"))
+	base := func(end map[string]any) map[string]any {
+		d := map[string]any{"timestamp": "1700000000000", "product": "Soup", "beginDate": "1700000000000", "beginTemperature": 63}
+		for k, v := range end {
+			d[k] = v
+		}
+		return d
+	}
+	n := 0
+	for _, col := range []string{"cooling", "freezing", "reheating"} {
+		for name, c := range map[string]struct {
+			end map[string]any
+			ok  bool
+		}{
+			"closed":                          {map[string]any{"endDate": "1700007200000", "endTemperature": 8}, true},
+			"open, both null":                 {map[string]any{"endDate": nil, "endTemperature": nil}, true},
+			"open, both absent":               {nil, true},
+			"open, endDate absent, temp null": {map[string]any{"endTemperature": nil}, true},
+			"null endDate with temperature":   {map[string]any{"endDate": nil, "endTemperature": 3}, false},
+			"absent endDate with temperature": {map[string]any{"endTemperature": 3}, false},
+			"endDate with null temperature":   {map[string]any{"endDate": "1700007200000", "endTemperature": nil}, false},
+			"endDate without temperature":     {map[string]any{"endDate": "1700007200000"}, false},
+		} {
+			t.Run(col+"/"+name, func(t *testing.T) {
+				n++
+				id, mut := fmt.Sprintf("c-%d", n), fmt.Sprintf("%s-m-%d", col, n)
+				r := a.ingest(key, "r1", col, id, mut, snapshot("r1", id, mut, 1_700_000_000_000, false, base(c.end)))
+				if c.ok {
+					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+					return
+				}
+				p := requireProblem(t, r, http.StatusBadRequest, "invalid-request")
+				var ptrs []string
+				for _, e := range p.Errors {
+					ptrs = append(ptrs, e.Pointer)
+				}
+				require.Equal(t, []string{"/data/endTemperature"}, ptrs, "errors: %+v", p.Errors)
+				if col == "cooling" {
+					requireProblem(t, a.getAs(key, recordsPath("r1", col)+"/"+id), http.StatusNotFound, "not-found")
+				}
+			})
+		}
+	}
+}

@@ -734,3 +734,46 @@ func TestFileRangeEdges(t *testing.T) {
 		require.Equal(t, b, whole.Body, unit)
 	}
 }
+
+// A write grant is not a read grant (spec 2.5): a key holding only
+// cleaning-task-pictures:write that uploads the file of a record another
+// key wrote learns what became of its upload (the change's identity),
+// never the record's data; a key that reads the collection gets the whole
+// envelope. A snapshot replay of another key's mutation id answers only
+// what the replaying request itself sent.
+func TestWriteGrantDoesNotRead(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	owner := a.newKey(grant("r1", col+":write", col+":read"))
+	writer := a.newKey(grant("r1", col+":write"))
+	data := picture("photos/leak-1.jpg", nil)
+	a.put(owner, "r1", col, "leak-1", "m-owner", data)
+
+	jpeg := append([]byte{0xff, 0xd8, 0xff, 0xe0}, bytes.Repeat([]byte("photo"), 100)...)
+	for _, attempt := range []string{"upload", "replay"} {
+		r := a.upload(writer, assetPath("r1", col, "leak-1", "photos/leak-1.jpg"), "image/jpeg", digestHeader(jpeg), jpeg)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", attempt, r.Body)
+		var up struct{ Data map[string]any }
+		r.JSON(t, &up)
+		require.NotContains(t, up.Data, "data", "%s: %s", attempt, r.Body)
+		require.Equal(t, "leak-1", up.Data["id"])
+		require.Equal(t, "2", up.Data["sequence"])
+	}
+	r := a.upload(owner, assetPath("r1", col, "leak-1", "photos/leak-1.jpg"), "image/jpeg", digestHeader(jpeg), jpeg)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.Equal(t, "true", r.Header.Get("Idempotent-Replayed"))
+	var full struct{ Data envelopeDoc }
+	r.JSON(t, &full)
+	require.Equal(t, "uploaded", assetOf(t, full.Data)["status"], "a reader gets the whole envelope")
+
+	// The writer replays the owner's mutation: only an identical request
+	// replays, so it learns nothing it did not send.
+	body := snapshot("r1", "leak-1", "m-owner", 1_700_000_000_000, false, data)
+	replay := a.ingest(writer, "r1", col, "leak-1", "m-owner", body)
+	require.Equal(t, http.StatusOK, replay.Status, "%s", replay.Body)
+	other := snapshot("r1", "leak-1", "m-owner", 1_700_000_000_000, false, picture("photos/other.jpg", nil))
+	p := requireProblem(t, a.ingest(writer, "r1", col, "leak-1", "m-owner", other), http.StatusConflict, "conflict")
+	require.NotContains(t, p.Detail, "leak-1.jpg")
+}

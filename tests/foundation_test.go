@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -90,8 +91,41 @@ func TestUnknownRouteIsProblem(t *testing.T) {
 		r := a.get(path)
 		p := requireProblem(t, r, http.StatusNotFound, "not-found")
 		require.Equal(t, path, p.Instance)
-		require.Equal(t, "http://"+strings.TrimPrefix(a.srv.URL, "http://")+"/problems/not-found", p.Type,
-			"base URL derived from the request when FOODSAFE_BASE_URL is unset")
+		require.Equal(t, "/problems/not-found", p.Type, "a relative type when FOODSAFE_BASE_URL is unset")
+	}
+}
+
+// The problem type is never chosen by the caller: without
+// FOODSAFE_BASE_URL, a request naming any Host gets the same relative type,
+// and so does the problem type page (cached publicly).
+func TestProblemTypeIgnoresHost(t *testing.T) {
+	t.Parallel()
+	for name, base := range map[string]string{"unset": "", "configured": "https://api.example.test"} {
+		t.Run(name, func(t *testing.T) {
+			a := newApp(t, withConfig(func(c *config.Config) { c.BaseURL = base }))
+			for _, host := range []string{"evil", "evil.example:8443", "attacker.test"} {
+				hr, err := http.NewRequest(http.MethodGet, a.srv.URL+"/v1/restaurants", nil)
+				require.NoError(t, err)
+				hr.Host = host
+				res, err := a.srv.Client().Do(hr)
+				require.NoError(t, err)
+				var p problemDoc
+				require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+				res.Body.Close()
+				require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+				require.Equal(t, base+"/problems/unauthorized", p.Type, "Host %s", host)
+
+				hr, err = http.NewRequest(http.MethodGet, a.srv.URL+"/problems/conflict", nil)
+				require.NoError(t, err)
+				hr.Host, hr.Header["Accept"] = host, []string{"application/json"}
+				res, err = a.srv.Client().Do(hr)
+				require.NoError(t, err)
+				var page struct{ Type string }
+				require.NoError(t, json.NewDecoder(res.Body).Decode(&page))
+				res.Body.Close()
+				require.Equal(t, base+"/problems/conflict", page.Type, "Host %s", host)
+			}
+		})
 	}
 }
 

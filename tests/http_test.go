@@ -70,6 +70,8 @@ func TestUnparseableRequestsGetProblems(t *testing.T) {
 		"malformed header":       {"GET /health/live HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n", 400, "invalid-request", "invalid header name"},
 		"unknown transfer coding": {"POST /v1/mobile/sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
 			501, "not-implemented", "transfer coding"},
+		"unknown HTTP version":     {"GET / HTTP/9.9\r\nHost: x\r\n\r\n", 505, "http-version-not-supported", "HTTP version"},
+		"HTTP/2 named in the line": {"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http-version-not-supported", "HTTP version"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := rawExchange(t, addr, tc.request)
@@ -79,15 +81,15 @@ func TestUnparseableRequestsGetProblems(t *testing.T) {
 			var p problemDoc
 			require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
 			require.Equal(t, tc.status, p.Status)
-			require.Equal(t, "http://"+addr+"/problems/"+tc.suffix, p.Type)
+			require.Equal(t, "/problems/"+tc.suffix, p.Type, "never the connection's address")
 			require.Contains(t, p.Detail, tc.detail)
 			require.NotEmpty(t, p.RequestID)
 		})
 	}
 }
 
-// An HTTP/1.0 request without Host gets a problem type on the address the
-// client reached, never "http:///problems/...".
+// An HTTP/1.0 request without Host gets the same relative problem type as
+// any other, never "http:///problems/...".
 func TestProblemTypeWithoutHost(t *testing.T) {
 	t.Parallel()
 	addr := servedApp(t)
@@ -96,7 +98,7 @@ func TestProblemTypeWithoutHost(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.StatusCode)
 	var p problemDoc
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
-	require.Equal(t, "http://"+addr+"/problems/not-found", p.Type)
+	require.Equal(t, "/problems/not-found", p.Type)
 }
 
 // HEAD is served wherever GET is (RFC 9110 9.1): same status and headers,

@@ -258,7 +258,10 @@ func TestMCPBadArguments(t *testing.T) {
 			recordsPath(restA, "x") + "/a"},
 		"timestamp not digits": {"list_deliveries", window("yesterday", to), "from",
 			deliveriesPath(restA, url.Values{"from": {"yesterday"}, "to": {to}})},
-		"timestamp as a number": {"list_deliveries", window(f.deliveryFrom, to), "from", ""},
+		"timestamp as a fraction":  {"list_deliveries", window(json.Number(from+".5"), to), "from", ""},
+		"timestamp as an exponent": {"list_deliveries", window(json.Number("1e12"), to), "from", ""},
+		"negative timestamp":       {"list_deliveries", window(json.Number("-1"), to), "from", ""},
+		"timestamp as a bool":      {"list_deliveries", window(true, to), "from", ""},
 		"inverted range": {"list_deliveries", window(to, from), "to",
 			deliveriesPath(restA, url.Values{"from": {to}, "to": {from}})},
 		"range over a year": {"list_deliveries", window("0", "31708800001"), "to",
@@ -559,4 +562,74 @@ func TestMCPConcurrentTenants(t *testing.T) {
 			require.NotContains(t, r.body, other)
 		}
 	}
+}
+
+// Timestamps are strings of digits, yet MCP clients and models send them as
+// JSON numbers: a JSON integer of the same digits is the same argument and
+// answers exactly as the string does (outputs stay strings).
+func TestMCPTimestampsAsIntegers(t *testing.T) {
+	t.Parallel()
+	f := newMCPFixture(t)
+	for _, rev := range []string{rev2026, "2025-06-18"} {
+		s := f.a.mcpConnect(t, f.keyA, rev)
+		asStrings := s.ok("list_deliveries", map[string]any{"restaurantId": restA,
+			"from": fmt.Sprint(f.deliveryFrom), "to": fmt.Sprint(f.deliveryTo), "limit": 1})
+		asNumbers := s.ok("list_deliveries", map[string]any{"restaurantId": restA,
+			"from": f.deliveryFrom, "to": f.deliveryTo, "limit": 1})
+		require.JSONEq(t, string(asStrings), string(asNumbers), rev)
+		require.Contains(t, string(asNumbers), `"occurredAt":"`, "outputs stay strings")
+		var p struct{ NextCursor *string }
+		require.NoError(t, json.Unmarshal(asNumbers, &p))
+		require.NotNil(t, p.NextCursor)
+		// The cursor binds the same window whichever form it was given in.
+		next := s.ok("list_deliveries", map[string]any{"restaurantId": restA,
+			"from": fmt.Sprint(f.deliveryFrom), "to": f.deliveryTo, "limit": 1, "cursor": *p.NextCursor})
+		require.Contains(t, string(next), `"data":[{`)
+	}
+}
+
+// An unknown JSON-RPC method is a JSON-RPC "method not found" error
+// (-32601) carrying the call's id, under every protocol revision, never a
+// problem document: MCP clients read JSON-RPC errors.
+func TestMCPUnknownMethodIsMethodNotFound(t *testing.T) {
+	t.Parallel()
+	f := newMCPFixture(t)
+	post := func(body string, kv ...string) response {
+		h := map[string]string{"Authorization": "Bearer " + f.keyA, "Content-Type": "application/json",
+			"Accept": "application/json, text/event-stream"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h[kv[i]] = kv[i+1]
+		}
+		return f.a.do(req{Method: http.MethodPost, Path: "/mcp", Header: h, Body: strings.NewReader(body)})
+	}
+	for _, rev := range []string{"", "2025-11-25", "2025-06-18", "2025-03-26"} {
+		t.Run("revision "+rev, func(t *testing.T) {
+			kv := []string{}
+			if rev != "" {
+				kv = append(kv, "MCP-Protocol-Version", rev)
+			}
+			for _, id := range []string{`7`, `"call-7"`} {
+				r := post(`{"jsonrpc":"2.0","id":`+id+`,"method":"resources/nope","params":{}}`, kv...)
+				require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				var res struct {
+					JSONRPC string          `json:"jsonrpc"`
+					ID      json.RawMessage `json:"id"`
+					Error   struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				r.JSON(t, &res)
+				require.Equal(t, "2.0", res.JSONRPC)
+				require.JSONEq(t, id, string(res.ID))
+				require.Equal(t, -32601, res.Error.Code)
+				require.Contains(t, res.Error.Message, "resources/nope")
+			}
+			// A notification of an unknown method has no id to answer: the
+			// transport refuses it (MCP: an HTTP error status).
+			requireProblem(t, post(`{"jsonrpc":"2.0","method":"notifications/nope"}`, kv...), http.StatusBadRequest, "invalid-request")
+		})
+	}
+	require.NotContains(t, f.a.logs.String(), `"status":500`)
 }

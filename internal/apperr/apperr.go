@@ -31,6 +31,7 @@ const (
 	DependencyUnavailable Code = "dependency-unavailable"
 	Internal              Code = "internal-error"
 	NotImplemented        Code = "not-implemented"
+	HTTPVersion           Code = "http-version-not-supported"
 )
 
 // Kind is one row of the problem table.
@@ -61,6 +62,7 @@ var Kinds = []Kind{
 	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
 	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing, so instance is empty.", "No."},
 	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable, or the server is receiving its most uploads at once (FOODSAFE_UPLOADS_MAX).", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
+	{HTTPVersion, 505, "HTTP version not supported", "The request line names an HTTP version other than 1.0 or 1.1 (HTTP/2 is negotiated, not named there); answered before routing, so instance is empty.", "No: use HTTP/1.1."},
 }
 
 // KindOfStatus returns the row of an HTTP status, for answers made before

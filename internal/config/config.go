@@ -23,9 +23,10 @@ type Config struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable" desc:"PostgreSQL connection URL (pgx syntax); the pool size is pool_max_conns=N in the URL."`
 	// Addr is the listen address of `foodsafe serve`.
 	Addr string `env:"FOODSAFE_ADDR" envDefault:":8080" desc:"Listen address of the API (foodsafe serve)."`
-	// BaseURL prefixes problem `type` URIs and signed URLs; derived from the
-	// request (scheme + Host) when empty.
-	BaseURL string `env:"FOODSAFE_BASE_URL" desc:"Public base URL, e.g. https://api.foodsafe.example: prefix of problem type URIs and signed download URLs, and the OpenAPI document's server. Unset, it is derived from each request (http(s)://Host)."`
+	// BaseURL prefixes problem `type` URIs (relative "/problems/..." when
+	// empty, never derived from a request) and signed URLs (derived from
+	// the request's scheme and Host when empty).
+	BaseURL string `env:"FOODSAFE_BASE_URL" desc:"Public base URL, e.g. https://api.foodsafe.example: prefix of problem type URIs (unset: the relative /problems/<suffix>, never taken from the request), of signed download URLs (unset: from each request's http(s)://Host) and the OpenAPI document's server."`
 	// MetricsAddr is the listen address of the operator listener: /metrics
 	// and /debug/pprof/, never on the API port. Unset means
 	// DefaultMetricsAddr; set to the empty string, it turns metrics off

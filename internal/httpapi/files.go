@@ -206,6 +206,14 @@ func (a *API) assetPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if col, _ := catalog.Lookup(k.Collection); !principal(c).Can(k.RestaurantID, col.ReadScope()) {
+		// Each scope is a separate grant (spec 2.5): the record's data,
+		// written by whoever wrote it, is for keys that read the
+		// collection. A write grant learns what became of its upload (the
+		// change's identity: id, sequence, mutationId, receivedAt); the
+		// bytes' type, length and digest are its own.
+		env.Data = nil
+	}
 	return respondIngested(c, env, how)
 }
 

@@ -89,8 +89,16 @@ func (a *API) mcpServe(c *gin.Context) error {
 	p := principal(c)
 	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
+	body := &keptBody{ReadCloser: c.Request.Body, limit: a.cfg.MaxBodyBytes}
+	c.Request.Body = body
 	w := &sdkWriter{ResponseWriter: c.Writer}
 	a.mcpHandler.ServeHTTP(w, c.Request)
+	if w.failed != 0 {
+		if res, ok := methodNotFound(w.failed, w.text.String(), body.kept.Bytes(), call); ok {
+			w.failed = 0
+			c.Data(http.StatusOK, "application/json", res)
+		}
+	}
 	outcome, restaurant := call.outcome()
 	c.Set(ctxAuditOutcome, outcome)
 	c.Set(ctxLogMCP, outcome)
@@ -141,6 +149,50 @@ func (a *API) refuseBatch(c *gin.Context) error {
 			return nil
 		}
 	}
+}
+
+// keptBody keeps what the SDK reads of a request body (at most limit
+// bytes, the SDK's own limit), so that a refusal of it can be answered
+// with the request's id (methodNotFound).
+type keptBody struct {
+	io.ReadCloser
+	limit int64
+	kept  bytes.Buffer
+}
+
+func (b *keptBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if room := b.limit - int64(b.kept.Len()); room > 0 {
+		b.kept.Write(p[:min(int64(n), room)])
+	}
+	return n, err
+}
+
+// methodNotFound is the JSON-RPC answer to a call of a method no MCP
+// server has: "method not found" (-32601) with the call's id, what MCP
+// clients expect and what the SDK answers itself under protocol
+// 2026-07-28. Under earlier revisions the SDK refuses such a call in plain
+// text before any server sees it (status 400, its text naming the
+// unhandled method); ok is false for every other failure, and for
+// anything that is not one call (a notification has no id to answer).
+func methodNotFound(status int, text string, body []byte, call *mcpCall) ([]byte, bool) {
+	if status != http.StatusBadRequest || !strings.Contains(text, "JSON RPC not handled") {
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, isReq := msg.(*jsonrpc.Request)
+	if err != nil || !isReq || !req.IsCall() {
+		return nil, false
+	}
+	res, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+		Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", storableText(req.Method, 100))}})
+	if err != nil {
+		return nil, false
+	}
+	call.mu.Lock()
+	call.method, call.rpcError = storableText(req.Method, 60), true
+	call.mu.Unlock()
+	return res, true
 }
 
 // sdkWriter holds back the SDK's plain-text error answers (http.Error) so

@@ -76,8 +76,8 @@ type restaurantArgs struct {
 
 type deliveriesArgs struct {
 	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	From         string `json:"from" jsonschema:"Start of the window, inclusive: epoch milliseconds as a string of digits, e.g. \"1767225600000\"."`
-	To           string `json:"to" jsonschema:"End of the window, inclusive, at most {max-span} after from: epoch milliseconds as a string of digits."`
+	From         string `json:"from" jsonschema:"Start of the window, inclusive: epoch milliseconds as a string of digits, e.g. \"1767225600000\" (an integer of the same digits is accepted too)."`
+	To           string `json:"to" jsonschema:"End of the window, inclusive, at most {max-span} after from: epoch milliseconds as a string of digits (an integer of the same digits is accepted too)."`
 	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, {limit-range}. Keep it unchanged while paging."`
 	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty for the first page."`
 }
@@ -295,7 +295,8 @@ func nonNullable(s *jsonschema.Schema, pointers bool) *jsonschema.Schema {
 }
 
 // decodeArgs reads a tool call's arguments as the operation's parameters:
-// strings as given, integers as the digits a REST client would have sent.
+// strings as given, integers as the digits a REST client would have sent
+// (timestamps given as JSON integers included, see timestampArgs).
 // It refuses what REST cannot receive (unknown arguments, wrong JSON
 // types, missing required ones) with the same kind of message; everything
 // else is the operation's to judge.
@@ -325,10 +326,20 @@ func decodeArgs(t *mcpTool, raw json.RawMessage) (argParams, error) {
 		switch kind {
 		case reflect.String:
 			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, apperr.Param(name, "must be a string")
+			if err := json.Unmarshal(v, &s); err == nil {
+				out[name] = s
+				break
 			}
-			out[name] = s
+			if timestampArgs[name] && digits(v) {
+				// MCP clients and models send timestamps as JSON numbers:
+				// the same digits are the same instant.
+				out[name] = string(v)
+				break
+			}
+			if timestampArgs[name] {
+				return nil, apperr.Param(name, "must be epoch milliseconds: a string of digits (an integer of the same digits is accepted too)")
+			}
+			return nil, apperr.Param(name, "must be a string")
 		case reflect.Int:
 			if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
 				return nil, apperr.Param(name, "must be an integer")
@@ -344,6 +355,24 @@ func decodeArgs(t *mcpTool, raw json.RawMessage) (argParams, error) {
 		}
 	}
 	return out, nil
+}
+
+// timestampArgs are the arguments holding epoch milliseconds: strings of
+// digits in the schema and on REST, accepted as JSON integers too.
+var timestampArgs = map[string]bool{"from": true, "to": true}
+
+// digits reports a JSON number token written as digits only (an integer
+// without sign, fraction or exponent).
+func digits(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *mcpTool) argList() string {

@@ -45,7 +45,7 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 	errs, omitted := capErrors(errs)
 	return Problem{
 		ErrorsOmitted: omitted,
-		Type:          a.baseURL(c) + "/problems/" + string(kind.Code),
+		Type:          problemType(a.cfg.BaseURL, kind.Code),
 		Title:         kind.Title,
 		Status:        kind.Status,
 		Detail:        detail,
@@ -128,7 +128,21 @@ func (a *API) fail(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(p.Status, p)
 }
 
-// baseURL is FOODSAFE_BASE_URL, or the scheme and Host of the request.
+// problemType is the `type` of a problem of the given code:
+// FOODSAFE_BASE_URL + "/problems/" + code, or the relative reference
+// "/problems/" + code when no base URL is configured. It never comes from
+// the request (its Host, or the address the client reached): a problem
+// type is an identifier clients and caches compare and keep, and a caller
+// must not be able to choose the one another client sees. A relative
+// reference resolves against the address each client used (RFC 9457
+// 3.1.1), so it still dereferences to GET /problems/<code>.
+func problemType(configured string, code apperr.Code) string {
+	return configured + "/problems/" + string(code)
+}
+
+// baseURL is FOODSAFE_BASE_URL, or the scheme and Host of the request. It
+// prefixes signed download URLs, which go back to the caller who asked;
+// problem types never use it (problemType).
 func (a *API) baseURL(c *gin.Context) string {
 	local, _ := c.Request.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, c.Request.Host, local)
@@ -157,11 +171,12 @@ func baseURL(configured string, tls bool, host string, local net.Addr) string {
 // CannedProblems renders, as problem documents, the answers net/http gives
 // by itself to requests it cannot parse (431 for a header section over the
 // limit, 400 for a malformed request line or header or a missing Host, 501
-// for an unknown transfer coding): spec 7 wants every failure to be one.
+// for an unknown transfer coding, 505 for an HTTP version other than 1.x):
+// spec 7 wants every failure to be one.
 // The request was never read, so instance is empty and the request id is
 // generated.
 func CannedProblems(configuredBaseURL string) func(status int, text string, local net.Addr) (string, []byte) {
-	return func(status int, text string, local net.Addr) (string, []byte) {
+	return func(status int, text string, _ net.Addr) (string, []byte) {
 		kind := apperr.KindOfStatus(status)
 		detail := "The request could not be parsed."
 		switch _, reason, ok := strings.Cut(text, ": "); {
@@ -169,11 +184,13 @@ func CannedProblems(configuredBaseURL string) func(status int, text string, loca
 			detail = "The request line and headers together exceed the limit of 64 KiB."
 		case status == http.StatusNotImplemented:
 			detail = "The request uses a transfer coding this service does not support."
+		case status == http.StatusHTTPVersionNotSupported:
+			detail = "The request line names an HTTP version this service does not speak; use HTTP/1.1 (or HTTP/2)."
 		case ok:
 			detail = "The request could not be parsed: " + reason + "."
 		}
 		body, _ := json.Marshal(Problem{
-			Type:      baseURL(configuredBaseURL, false, "", local) + "/problems/" + string(kind.Code),
+			Type:      problemType(configuredBaseURL, kind.Code),
 			Title:     kind.Title,
 			Status:    status,
 			Detail:    detail,

@@ -49,7 +49,7 @@ func (a *API) problemType(c *gin.Context) error {
 	if kind.Code == "" {
 		return apperr.ErrNotFound
 	}
-	page := ProblemType{Type: a.baseURL(c) + "/problems/" + code, Code: code, Status: kind.Status,
+	page := ProblemType{Type: problemType(a.cfg.BaseURL, kind.Code), Code: code, Status: kind.Status,
 		Title: kind.Title, When: kind.When, Retry: kind.Retry}
 	// The page is the same for everyone and changes only with a release.
 	c.Header("Cache-Control", "public, max-age=3600")

@@ -151,6 +151,8 @@ func (a *API) recordPut(c *gin.Context) error {
 	}
 	// receivedAt is never before capturedAt (spec 2.3): a device clock a
 	// little ahead, within the tolerated skew, moves receivedAt with it.
+	// The store raises it further to the stream's last receivedAt, under
+	// the stream's lock, so it never decreases along the stream.
 	env, how, err := a.store.RecordIngest(c.Request.Context(), m, max(now, capturedAt))
 	if err != nil {
 		return err

@@ -181,7 +181,8 @@ func (a *API) routes() []route {
 				Description: "The device finishes sending: the body is the file, Repr-Digest its SHA-256. On success the record " +
 					"gets a new change whose data.asset is uploaded with contentType, byteLength and sha256. Only for " +
 					"cleaning-task-pictures, traceability-labels and drive-files (others 400); 409 when the record names no " +
-					"asset or the asset was uploaded with other bytes.",
+					"asset or the asset was uploaded with other bytes. A key without the collection's read scope gets the change's " +
+					"identity without data (as for a compacted replay): the record's data is for readers.",
 				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
@@ -205,7 +206,8 @@ func (a *API) routes() []route {
 				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
 				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
 				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
-				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors; transport errors " +
+				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors (an unknown method: " +
+				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +
 				"are problems. Other methods than POST are 405.",
 			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
 			Body:    &openapi.Body{Schema: "JsonRpcRequest"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},

@@ -45,10 +45,12 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 	var out wire.Envelope
 	how := Applied
 	err := s.inTx(ctx, func(q *db.Queries) error {
-		seq, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: k.RestaurantID, Collection: k.Collection})
+		next, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
+			ReceivedAt: receivedAt})
 		if err != nil {
 			return err
 		}
+		seq := next.LastSequence
 		rec, _, err := uploadTarget(ctx, q, k, u.ObjectKey)
 		if err != nil {
 			return err
@@ -92,7 +94,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 		}
 		row, err := s.applyChange(ctx, q, db.RecordChangeAppendParams{
 			RestaurantID: k.RestaurantID, Collection: k.Collection, Sequence: seq, RecordID: k.RecordID,
-			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: receivedAt,
+			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: next.LastReceivedAt,
 			PayloadVersion: rec.PayloadVersion, RequestSha256: fp[:],
 		})
 		switch ok, err := found(err); {

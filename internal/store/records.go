@@ -67,7 +67,10 @@ const (
 
 // RecordIngest applies a mutation: it takes the next sequence of the
 // stream, appends the change and makes it the record's current state, in
-// one transaction. A mutation id seen before answers as it did the first
+// one transaction. receivedAt is the caller's receive time (at least
+// m.CapturedAt); under the stream's lock it is raised to the stream's last
+// receivedAt, so receivedAt never decreases as sequence grows
+// (StreamNextSequence). A mutation id seen before answers as it did the first
 // time (Replayed, or ReplayedCompacted once its data was compacted) when
 // the request is the same, and is a conflict otherwise. Identical requests
 // racing each other apply exactly once.
@@ -137,15 +140,18 @@ func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendPa
 		return db.RecordChangeAppendRow{}, err
 	}
 	if !citus && !(m.CarriesFiles && !m.Deleted) {
-		r, err := s.q.RecordIngestApply(ctx, db.StreamNextSequenceParams{RestaurantID: p.RestaurantID, Collection: p.Collection},
-			applyChangeParams(p))
+		r, err := s.q.RecordIngestApply(ctx, db.StreamNextSequenceParams{RestaurantID: p.RestaurantID, Collection: p.Collection,
+			ReceivedAt: p.ReceivedAt}, applyChangeParams(p))
 		return db.RecordChangeAppendRow(r), mutationTaken(err)
 	}
 	var row db.RecordChangeAppendRow
 	err = s.inTx(ctx, func(q *db.Queries) error {
-		if p.Sequence, err = q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection}); err != nil {
+		next, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection,
+			ReceivedAt: p.ReceivedAt})
+		if err != nil {
 			return err
 		}
+		p.Sequence, p.ReceivedAt = next.LastSequence, next.LastReceivedAt
 		if m.CarriesFiles && !m.Deleted {
 			// Under the stream lock: an upload of this record has either
 			// committed (and is reflected) or waits for us.
@@ -342,7 +348,7 @@ func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChang
 func applyChangeParams(p db.RecordChangeAppendParams) db.RecordApplyChangeParams {
 	return db.RecordApplyChangeParams{
 		RestaurantID: p.RestaurantID, Collection: p.Collection, RecordID: p.RecordID, MutationID: p.MutationID,
-		Deleted: p.Deleted, Data: p.Data, CapturedAt: p.CapturedAt, ReceivedAt: p.ReceivedAt,
+		Deleted: p.Deleted, Data: p.Data, CapturedAt: p.CapturedAt,
 		SourceVersion: p.SourceVersion, PayloadVersion: p.PayloadVersion, RequestSha256: p.RequestSha256,
 	}
 }

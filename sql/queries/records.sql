@@ -1,7 +1,8 @@
 -- name: RecordApplyChange :one
 -- Serves ingest on plain PostgreSQL, right after StreamNextSequence in the
 -- same transaction: appends the change at the position StreamNextSequence
--- took (read back from the stream row this transaction holds locked),
+-- took and with the receivedAt it assigned (both read back from the
+-- stream row this transaction holds locked),
 -- marks the record's previous version superseded, and upserts the current
 -- state, all in one statement. The store sends the two statements as one
 -- pipeline in one implicit transaction (RecordIngest), so the stream lock
@@ -22,7 +23,7 @@ WITH change AS (
                                 captured_at, received_at, source_version, payload_version, request_sha256)
     SELECT s.restaurant_id, s.collection, s.last_sequence, sqlc.arg(record_id),
            sqlc.arg(mutation_id), sqlc.arg(deleted), sqlc.narg(data), sqlc.arg(captured_at),
-           sqlc.arg(received_at), sqlc.narg(source_version), sqlc.arg(payload_version), sqlc.arg(request_sha256)
+           s.last_received_at, sqlc.narg(source_version), sqlc.arg(payload_version), sqlc.arg(request_sha256)
     FROM collection_streams s
     WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)
     RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,

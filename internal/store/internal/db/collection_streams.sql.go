@@ -10,25 +10,35 @@ import (
 )
 
 const streamNextSequence = `-- name: StreamNextSequence :one
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence)
-VALUES ($1, $2, 1)
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at)
+VALUES ($1, $2, 1, $3)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
-    SET last_sequence = collection_streams.last_sequence + 1
-RETURNING last_sequence
+    SET last_sequence    = collection_streams.last_sequence + 1,
+        last_received_at = greatest(collection_streams.last_received_at, excluded.last_received_at)
+RETURNING last_sequence, last_received_at
 `
 
 type StreamNextSequenceParams struct {
 	RestaurantID string
 	Collection   string
+	ReceivedAt   int64
+}
+
+type StreamNextSequenceRow struct {
+	LastSequence   int64
+	LastReceivedAt int64
 }
 
 // Serves ingest: takes the next position of the (restaurant, collection)
-// stream. The row stays locked until the transaction ends, which
-// serialises writers of this stream so commit order equals sequence order.
-// collection_streams_pkey.
-func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (int64, error) {
-	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection)
-	var last_sequence int64
-	err := row.Scan(&last_sequence)
-	return last_sequence, err
+// stream and the receivedAt of the change at it: the greatest of the
+// caller's received_at (its clock, raised to capturedAt) and the stream's
+// last receivedAt, so receivedAt never decreases as sequence grows, however
+// writers race for the lock or a device clock runs ahead. The row stays
+// locked until the transaction ends, which serialises writers of this
+// stream so commit order equals sequence order. collection_streams_pkey.
+func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (StreamNextSequenceRow, error) {
+	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
+	var i StreamNextSequenceRow
+	err := row.Scan(&i.LastSequence, &i.LastReceivedAt)
+	return i, err
 }

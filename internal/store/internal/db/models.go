@@ -94,6 +94,8 @@ type CollectionStream struct {
 	RestaurantID string
 	Collection   string
 	LastSequence int64
+	// receivedAt (epoch ms) of the change at last_sequence; the floor of the next change's receivedAt, so receivedAt never decreases along the stream.
+	LastReceivedAt int64
 }
 
 // Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.

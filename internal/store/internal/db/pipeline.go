@@ -52,8 +52,8 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 	return i, appendErr
 }
 
-// RecordIngestApply takes the stream's next position and applies a change
-// at it: StreamNextSequence then RecordApplyChange, sent as one pipeline
+// RecordIngestApply takes the stream's next position (and the receivedAt
+// it assigns) and applies a change at it: StreamNextSequence then RecordApplyChange, sent as one pipeline
 // with one Sync outside any transaction, so PostgreSQL runs both in one
 // implicit transaction that commits at the Sync, in one round trip. The
 // stream row's lock is held only while the server runs the two statements
@@ -66,12 +66,12 @@ func (q *Queries) RecordIngestApply(ctx context.Context, stream StreamNextSequen
 		return RecordApplyChangeRow{}, errors.New("db: RecordIngestApply needs a pool or connection that pipelines, outside a transaction")
 	}
 	b := &pgx.Batch{}
-	b.Queue(streamNextSequence, stream.RestaurantID, stream.Collection)
-	b.Queue(recordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt,
+	b.Queue(streamNextSequence, stream.RestaurantID, stream.Collection, stream.ReceivedAt)
+	b.Queue(recordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt,
 		arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256, arg.RestaurantID, arg.Collection)
 	br := sender.SendBatch(ctx, b)
-	var seq int64
-	streamErr := br.QueryRow().Scan(&seq)
+	var next StreamNextSequenceRow
+	streamErr := br.QueryRow().Scan(&next.LastSequence, &next.LastReceivedAt)
 	var i RecordApplyChangeRow
 	applyErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
 		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)

@@ -15,9 +15,9 @@ WITH change AS (
                                 captured_at, received_at, source_version, payload_version, request_sha256)
     SELECT s.restaurant_id, s.collection, s.last_sequence, $1,
            $2, $3, $4, $5,
-           $6, $7, $8, $9
+           s.last_received_at, $6, $7, $8
     FROM collection_streams s
-    WHERE s.restaurant_id = $10 AND s.collection = $11
+    WHERE s.restaurant_id = $9 AND s.collection = $10
     RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
               received_at, source_version, payload_version
 ), previous AS (
@@ -59,7 +59,6 @@ type RecordApplyChangeParams struct {
 	Deleted        bool
 	Data           []byte
 	CapturedAt     int64
-	ReceivedAt     int64
 	SourceVersion  *string
 	PayloadVersion int32
 	RequestSha256  []byte
@@ -83,7 +82,8 @@ type RecordApplyChangeRow struct {
 
 // Serves ingest on plain PostgreSQL, right after StreamNextSequence in the
 // same transaction: appends the change at the position StreamNextSequence
-// took (read back from the stream row this transaction holds locked),
+// took and with the receivedAt it assigned (both read back from the
+// stream row this transaction holds locked),
 // marks the record's previous version superseded, and upserts the current
 // state, all in one statement. The store sends the two statements as one
 // pipeline in one implicit transaction (RecordIngest), so the stream lock
@@ -106,7 +106,6 @@ func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangePa
 		arg.Deleted,
 		arg.Data,
 		arg.CapturedAt,
-		arg.ReceivedAt,
 		arg.SourceVersion,
 		arg.PayloadVersion,
 		arg.RequestSha256,
