@@ -2,9 +2,53 @@
 -- Serves ingest: takes the next position of the (restaurant, collection)
 -- stream. The row stays locked until the transaction ends, which
 -- serialises writers of this stream so commit order equals sequence order.
+-- changed_xact records the writing transaction for GET /v1/changes
+-- (StreamsChanged); on Citus the function is evaluated on the coordinator,
+-- like every non-immutable function of a modification.
 -- collection_streams_pkey.
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence)
-VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), 1)
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
+VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), 1, pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
-    SET last_sequence = collection_streams.last_sequence + 1
+    SET last_sequence = collection_streams.last_sequence + 1,
+        changed_xact  = excluded.changed_xact
 RETURNING last_sequence;
+
+-- name: StreamsHorizon :one
+-- Serves GET /v1/changes: where a listing stands. horizon is the oldest
+-- transaction still running when this statement's snapshot was taken
+-- (xmin): every change by a transaction below it is visible to any later
+-- statement, and any change a later statement cannot see yet carries a
+-- changed_xact at or above it. So the next listing, from horizon, misses
+-- nothing. Taken before the listing's reads, it can only lag behind them,
+-- which repeats a stream, never skips one. next is the next transaction
+-- id: a position beyond it was issued by another database (a restore).
+-- No table is read; on Citus it runs on the coordinator, whose
+-- transaction ids StreamNextSequence records.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next;
+
+-- name: StreamsChanged :many
+-- Serves GET /v1/changes: the streams, among the given ones of the given
+-- restaurants, whose last write is at or after position since, with their
+-- heads, in (restaurant, stream) order after a keyset position.
+-- collection_streams_changed_idx: one range probe per restaurant of the
+-- array (restaurant_id under "C", as the index compares it); the streams
+-- filter and the keyset are checked on the rows found, which are only the
+-- streams changed since the position, and the Sort orders only those.
+-- On Citus the array prunes to the restaurants' shards: a fan-out bounded
+-- by the restaurants granted (and the shard count), never every shard.
+SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
+FROM collection_streams s
+WHERE s.restaurant_id COLLATE "C" = ANY(sqlc.arg(restaurant_ids)::text[])
+  AND s.changed_xact >= sqlc.arg(since)::bigint
+  AND s.collection = ANY(sqlc.arg(streams)::text[])
+  AND (s.restaurant_id COLLATE "C", s.collection COLLATE "C") > (sqlc.arg(after_restaurant)::text COLLATE "C", sqlc.arg(after_stream)::text COLLATE "C")
+ORDER BY s.restaurant_id COLLATE "C", s.collection COLLATE "C"
+LIMIT sqlc.arg(max_rows);
+
+-- name: StreamHead :one
+-- Serves the delivery changes cursor: the stream's last position (0 when
+-- nothing was ever written), to tell an empty page from a position the
+-- stream has not reached. collection_streams_pkey.
+SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
+                 WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)), 0)::bigint AS head;

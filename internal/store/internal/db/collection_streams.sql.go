@@ -9,11 +9,32 @@ import (
 	"context"
 )
 
+const streamHead = `-- name: StreamHead :one
+SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
+                 WHERE s.restaurant_id = $1 AND s.collection = $2), 0)::bigint AS head
+`
+
+type StreamHeadParams struct {
+	RestaurantID string
+	Collection   string
+}
+
+// Serves the delivery changes cursor: the stream's last position (0 when
+// nothing was ever written), to tell an empty page from a position the
+// stream has not reached. collection_streams_pkey.
+func (q *Queries) StreamHead(ctx context.Context, arg StreamHeadParams) (int64, error) {
+	row := q.db.QueryRow(ctx, streamHead, arg.RestaurantID, arg.Collection)
+	var head int64
+	err := row.Scan(&head)
+	return head, err
+}
+
 const streamNextSequence = `-- name: StreamNextSequence :one
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence)
-VALUES ($1, $2, 1)
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
+VALUES ($1, $2, 1, pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
-    SET last_sequence = collection_streams.last_sequence + 1
+    SET last_sequence = collection_streams.last_sequence + 1,
+        changed_xact  = excluded.changed_xact
 RETURNING last_sequence
 `
 
@@ -25,10 +46,102 @@ type StreamNextSequenceParams struct {
 // Serves ingest: takes the next position of the (restaurant, collection)
 // stream. The row stays locked until the transaction ends, which
 // serialises writers of this stream so commit order equals sequence order.
+// changed_xact records the writing transaction for GET /v1/changes
+// (StreamsChanged); on Citus the function is evaluated on the coordinator,
+// like every non-immutable function of a modification.
 // collection_streams_pkey.
 func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection)
 	var last_sequence int64
 	err := row.Scan(&last_sequence)
 	return last_sequence, err
+}
+
+const streamsChanged = `-- name: StreamsChanged :many
+SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
+FROM collection_streams s
+WHERE s.restaurant_id COLLATE "C" = ANY($1::text[])
+  AND s.changed_xact >= $2::bigint
+  AND s.collection = ANY($3::text[])
+  AND (s.restaurant_id COLLATE "C", s.collection COLLATE "C") > ($4::text COLLATE "C", $5::text COLLATE "C")
+ORDER BY s.restaurant_id COLLATE "C", s.collection COLLATE "C"
+LIMIT $6
+`
+
+type StreamsChangedParams struct {
+	RestaurantIds   []string
+	Since           int64
+	Streams         []string
+	AfterRestaurant string
+	AfterStream     string
+	MaxRows         int32
+}
+
+type StreamsChangedRow struct {
+	RestaurantID string
+	Stream       string
+	Head         int64
+}
+
+// Serves GET /v1/changes: the streams, among the given ones of the given
+// restaurants, whose last write is at or after position since, with their
+// heads, in (restaurant, stream) order after a keyset position.
+// collection_streams_changed_idx: one range probe per restaurant of the
+// array (restaurant_id under "C", as the index compares it); the streams
+// filter and the keyset are checked on the rows found, which are only the
+// streams changed since the position, and the Sort orders only those.
+// On Citus the array prunes to the restaurants' shards: a fan-out bounded
+// by the restaurants granted (and the shard count), never every shard.
+func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) ([]StreamsChangedRow, error) {
+	rows, err := q.db.Query(ctx, streamsChanged,
+		arg.RestaurantIds,
+		arg.Since,
+		arg.Streams,
+		arg.AfterRestaurant,
+		arg.AfterStream,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StreamsChangedRow{}
+	for rows.Next() {
+		var i StreamsChangedRow
+		if err := rows.Scan(&i.RestaurantID, &i.Stream, &i.Head); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const streamsHorizon = `-- name: StreamsHorizon :one
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
+       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
+`
+
+type StreamsHorizonRow struct {
+	Horizon int64
+	Next    int64
+}
+
+// Serves GET /v1/changes: where a listing stands. horizon is the oldest
+// transaction still running when this statement's snapshot was taken
+// (xmin): every change by a transaction below it is visible to any later
+// statement, and any change a later statement cannot see yet carries a
+// changed_xact at or above it. So the next listing, from horizon, misses
+// nothing. Taken before the listing's reads, it can only lag behind them,
+// which repeats a stream, never skips one. next is the next transaction
+// id: a position beyond it was issued by another database (a restore).
+// No table is read; on Citus it runs on the coordinator, whose
+// transaction ids StreamNextSequence records.
+func (q *Queries) StreamsHorizon(ctx context.Context) (StreamsHorizonRow, error) {
+	row := q.db.QueryRow(ctx, streamsHorizon)
+	var i StreamsHorizonRow
+	err := row.Scan(&i.Horizon, &i.Next)
+	return i, err
 }
