@@ -172,7 +172,7 @@ func mcpToolTable() []mcpTool {
 				"holds anything. " + paging + "The last page carries changesCursor: keep it, and call again later with it to " +
 				"learn in one call what changed since (an empty list when nothing did). A stream may come again with a head " +
 				"you already saw: compare heads and read only the streams whose head moved (walk_records from that " +
-				"collection's changesCursor, list_delivery_changes for deliveries). Cursors never expire."},
+				"collection's changesCursor, list_delivery_changes for deliveries). Cursors never expire. " + emptyCaveat},
 		{name: "list_delivery_changes", title: "Deliveries as received", route: "listDeliveryChanges", group: groupDeliveries,
 			args: reflect.TypeFor[deliveryChangesArgs](),
 			description: "A restaurant's deliveries in the order the service received them, whatever their occurredAt, so a " +
