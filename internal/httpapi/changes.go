@@ -34,11 +34,12 @@ const (
 
 // streamChangesPos is what a GET /v1/changes cursor carries.
 type streamChangesPos struct {
-	// Since: the listing reports streams written at or after it.
-	Since int64 `json:"s"`
+	// Since: the listing reports streams written by transactions this
+	// snapshot could not see (the zero snapshot: every stream).
+	Since snapshotPos `json:"s"`
 	// Horizon: where the next listing starts, fixed by the listing's first
-	// page; 0 in a changesCursor (the next listing's first page sets it).
-	Horizon int64 `json:"h,omitempty"`
+	// page; nil in a changesCursor (the next listing's first page sets it).
+	Horizon *snapshotPos `json:"h,omitempty"`
 	// AfterRestaurant, AfterStream: the last stream a page returned.
 	AfterRestaurant string `json:"r,omitempty"`
 	AfterStream     string `json:"t,omitempty"`
@@ -47,6 +48,44 @@ type streamChangesPos struct {
 	// from the beginning: a stream it just gained may have changed before
 	// the cursor's position, and must be reported all the same.
 	Readable string `json:"f"`
+}
+
+// snapshotPos is a store.Snapshot in a cursor.
+type snapshotPos struct {
+	Xmin int64   `json:"n,omitempty"`
+	Xmax int64   `json:"x,omitempty"`
+	Xip  []int64 `json:"i,omitempty"`
+}
+
+func (p snapshotPos) snapshot() store.Snapshot {
+	return store.Snapshot{Xmin: p.Xmin, Xmax: p.Xmax, Xip: p.Xip}
+}
+
+// valid: a snapshot the database could have taken (xmin <= xip < xmax).
+func (p snapshotPos) valid() bool {
+	if p.Xmin < 0 || p.Xmax < p.Xmin {
+		return false
+	}
+	for _, x := range p.Xip {
+		if x < p.Xmin || x >= p.Xmax {
+			return false
+		}
+	}
+	return true
+}
+
+// maxCursorXip bounds the running transactions a cursor carries; beyond
+// it the position keeps only the oldest (xmax becomes the oldest left
+// out), which lags, so repeats more, and never skips.
+const maxCursorXip = 200
+
+func positionOf(s store.Snapshot) *snapshotPos {
+	p := &snapshotPos{Xmin: s.Xmin, Xmax: s.Xmax, Xip: s.Xip}
+	if len(p.Xip) > maxCursorXip {
+		slices.Sort(p.Xip)
+		p.Xmax, p.Xip = p.Xip[maxCursorXip], p.Xip[:maxCursorXip]
+	}
+	return p
 }
 
 // readableStreams groups the principal's restaurants by the streams it
@@ -109,18 +148,18 @@ func (a *API) changesList(ctx context.Context, r request) (wire.ChangesPage[wire
 	if !hasCursor || pos.Readable != readable {
 		pos = streamChangesPos{Readable: readable}
 	}
-	horizon, next, err := a.store.StreamsHorizon(ctx)
+	now, err := a.store.StreamsHorizon(ctx)
 	if err != nil {
 		return none, err
 	}
-	if pos.Since > next || pos.Horizon > next {
+	if pos.Since.Xmax > now.Xmax || (pos.Horizon != nil && pos.Horizon.Xmax > now.Xmax) {
 		a.metrics.CursorRefused(metrics.WalkChanges, metrics.CursorAhead)
 		return none, apperr.Param("cursor", "names a position this service has not reached (its data was restored or reset since); list again without a cursor and compare each stream's head with your copy")
 	}
-	if pos.Horizon == 0 {
-		pos.Horizon = horizon
+	if pos.Horizon == nil {
+		pos.Horizon = positionOf(now)
 	}
-	heads, err := a.store.StreamsChanged(ctx, groups, pos.Since, pos.AfterRestaurant, pos.AfterStream, limit)
+	heads, err := a.store.StreamsChanged(ctx, groups, pos.Since.snapshot(), pos.AfterRestaurant, pos.AfterStream, limit)
 	if err != nil {
 		return none, err
 	}
@@ -130,7 +169,7 @@ func (a *API) changesList(ctx context.Context, r request) (wire.ChangesPage[wire
 	for i, h := range heads {
 		out.Data[i] = wire.StreamChange{RestaurantID: h.RestaurantID, Stream: h.Stream, Head: wire.Sequence(h.Head)}
 	}
-	seal := streamChangesPos{Since: pos.Horizon, Readable: readable}
+	seal := streamChangesPos{Since: *pos.Horizon, Readable: readable}
 	if more {
 		last := heads[len(heads)-1]
 		seal = pos
@@ -153,11 +192,11 @@ func (a *API) changesList(ctx context.Context, r request) (wire.ChangesPage[wire
 // service issued it, this that it is one the service could have issued.
 func validStreamPos(p streamChangesPos) bool {
 	switch {
-	case p.Since < 0 || p.Horizon < 0:
+	case !p.Since.valid() || (p.Horizon != nil && !p.Horizon.valid()):
 		return false
 	case p.AfterRestaurant == "" && p.AfterStream == "":
 		return true
-	case !ids.Valid(p.AfterRestaurant) || p.Horizon == 0:
+	case !ids.Valid(p.AfterRestaurant) || p.Horizon == nil:
 		return false
 	}
 	_, ok := catalog.Lookup(p.AfterStream)

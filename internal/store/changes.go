@@ -24,26 +24,38 @@ type StreamGroup struct {
 	Streams     []string
 }
 
-// StreamsHorizon is where a listing of changes starts and the position the
-// next one resumes from: horizon (the oldest transaction running now)
-// lags every change the listing may not see, so a listing from it misses
-// none; next is the next transaction id, beyond which no position was ever
-// issued by this database.
-func (s *Store) StreamsHorizon(ctx context.Context) (horizon, next int64, err error) {
-	r, err := s.q.StreamsHorizon(ctx)
-	return r.Horizon, r.Next, translate(err)
+// Snapshot is a position of a listing of changes: the transactions a
+// listing could see (every one below Xmax except those in Xip, which were
+// still running; Xmin is the oldest of them, or Xmax). The zero Snapshot
+// sees nothing: a listing from it reports every stream.
+type Snapshot struct {
+	Xmin, Xmax int64
+	Xip        []int64
 }
 
-// StreamsChanged lists the streams of the groups last written at or after
-// position since, ordered by restaurant then stream (bytewise) strictly
-// after (afterRestaurant, afterStream), at most limit+1 of them, so the
-// caller can tell whether another page follows. One statement per group,
-// each one index probe per restaurant; their rows are merged here.
-func (s *Store) StreamsChanged(ctx context.Context, groups []StreamGroup, since int64, afterRestaurant, afterStream string, limit int) ([]StreamHead, error) {
+// StreamsHorizon is the position the next listing starts from, taken
+// before this listing reads: every change it may not see is by a
+// transaction the snapshot could not see, which the next listing reports.
+func (s *Store) StreamsHorizon(ctx context.Context) (Snapshot, error) {
+	r, err := s.q.StreamsHorizon(ctx)
+	return Snapshot{Xmin: r.Xmin, Xmax: r.Xmax, Xip: r.Xip}, translate(err)
+}
+
+// StreamsChanged lists the streams of the groups last written by a
+// transaction that snapshot since could not see, ordered by restaurant
+// then stream (bytewise) strictly after (afterRestaurant, afterStream),
+// at most limit+1 of them, so the caller can tell whether another page
+// follows. One statement per group, each one index probe per restaurant;
+// their rows are merged here.
+func (s *Store) StreamsChanged(ctx context.Context, groups []StreamGroup, since Snapshot, afterRestaurant, afterStream string, limit int) ([]StreamHead, error) {
+	xip := since.Xip
+	if xip == nil {
+		xip = []int64{}
+	}
 	var out []StreamHead
 	for _, g := range groups {
 		rows, err := s.q.StreamsChanged(ctx, db.StreamsChangedParams{
-			RestaurantIds: g.Restaurants, Since: since, Streams: g.Streams,
+			RestaurantIds: g.Restaurants, Xmin: since.Xmin, Xmax: since.Xmax, Xip: xip, Streams: g.Streams,
 			AfterRestaurant: afterRestaurant, AfterStream: afterStream, MaxRows: int32(limit + 1),
 		})
 		if err != nil {

@@ -5,13 +5,12 @@
 --
 -- 1. collection_streams.changed_xact: the transaction id (xid8, as a
 --    bigint) of the last write to the stream, set by StreamNextSequence
---    under the stream's row lock. A reader takes the oldest transaction
---    still running (its snapshot's xmin) as the position it hands back:
---    every change of a transaction below it is committed and visible, and
---    every change it could not see carries an id at or above it, so
---    "streams with changed_xact >= position" never misses one, however
---    transactions interleave (a plain sequence would not be commit-ordered;
---    DESIGN section 3).
+--    under the stream's row lock. A listing keeps the snapshot it started
+--    from (xmin, xmax and the transactions running between them) as the
+--    position of the next one, which reports the streams last written by
+--    a transaction that snapshot could not see: every change it missed is
+--    one of those, however transactions interleave (a plain sequence would
+--    not be commit-ordered; DESIGN section 3).
 -- 2. Deliveries get a receive order: received_sequence, taken from the
 --    restaurant's 'deliveries' row of collection_streams under the same
 --    row lock as every stream, so it commits in order and a changes cursor
@@ -24,7 +23,7 @@
 -- still without one, after the stream's last number).
 ALTER TABLE collection_streams ADD COLUMN IF NOT EXISTS changed_xact bigint NOT NULL DEFAULT 0;
 COMMENT ON COLUMN collection_streams.changed_xact IS
-    'Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports streams at or above a reader''s snapshot xmin.';
+    'Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports the streams last written by a transaction the previous listing''s snapshot could not see.';
 COMMENT ON TABLE collection_streams IS
     'Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else. The row with collection ''deliveries'' numbers the restaurant''s deliveries in receive order.';
 

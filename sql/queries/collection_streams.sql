@@ -14,33 +14,40 @@ ON CONFLICT (restaurant_id, collection) DO UPDATE
 RETURNING last_sequence;
 
 -- name: StreamsHorizon :one
--- Serves GET /v1/changes: where a listing stands. horizon is the oldest
--- transaction still running when this statement's snapshot was taken
--- (xmin): every change by a transaction below it is visible to any later
--- statement, and any change a later statement cannot see yet carries a
--- changed_xact at or above it. So the next listing, from horizon, misses
--- nothing. Taken before the listing's reads, it can only lag behind them,
--- which repeats a stream, never skips one. next is the next transaction
--- id: a position beyond it was issued by another database (a restore).
--- No table is read; on Citus it runs on the coordinator, whose
--- transaction ids StreamNextSequence records.
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon,
-       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next;
+-- Serves GET /v1/changes: where a listing stands, as the snapshot of this
+-- statement: xmin (the oldest transaction still running), xmax (the next
+-- transaction id) and xip (those running between them). A change by a
+-- transaction below xmax and not in xip was committed, so any later
+-- statement sees it; any change a later statement cannot see yet carries
+-- a changed_xact at or above xmax or in xip. The next listing from this
+-- snapshot (StreamsChanged) reports exactly those, so it misses nothing,
+-- and a write that was in flight makes it repeat a stream, never skip
+-- one. Taken before the listing's reads, it can only lag behind them. A
+-- position beyond xmax was issued by another database (a restore). No
+-- table is read; on Citus it runs on the coordinator, whose transaction
+-- ids StreamNextSequence records.
+SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
+       pg_snapshot_xmax(s)::text::bigint AS xmax,
+       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x)::bigint[] AS xip
+FROM pg_current_snapshot() AS s;
 
 -- name: StreamsChanged :many
 -- Serves GET /v1/changes: the streams, among the given ones of the given
--- restaurants, whose last write is at or after position since, with their
--- heads, in (restaurant, stream) order after a keyset position.
--- collection_streams_changed_idx: one range probe per restaurant of the
--- array (restaurant_id under "C", as the index compares it); the streams
--- filter and the keyset are checked on the rows found, which are only the
--- streams changed since the position, and the Sort orders only those.
+-- restaurants, last written by a transaction the snapshot (xmin, xmax,
+-- xip) of the previous listing could not see (at or above xmax, or in
+-- xip), with their heads, in (restaurant, stream) order after a keyset
+-- position. collection_streams_changed_idx: one range probe per
+-- restaurant of the array (changed_xact >= xmin; restaurant_id under "C",
+-- as the index compares it), which reads only the streams written since
+-- the previous listing's oldest running transaction; the rest of the
+-- predicate is checked on those rows, and the Sort orders only them.
 -- On Citus the array prunes to the restaurants' shards: a fan-out bounded
 -- by the restaurants granted (and the shard count), never every shard.
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.restaurant_id COLLATE "C" = ANY(sqlc.arg(restaurant_ids)::text[])
-  AND s.changed_xact >= sqlc.arg(since)::bigint
+  AND s.changed_xact >= sqlc.arg(xmin)::bigint
+  AND (s.changed_xact >= sqlc.arg(xmax)::bigint OR s.changed_xact = ANY(sqlc.arg(xip)::bigint[]))
   AND s.collection = ANY(sqlc.arg(streams)::text[])
   AND (s.restaurant_id COLLATE "C", s.collection COLLATE "C") > (sqlc.arg(after_restaurant)::text COLLATE "C", sqlc.arg(after_stream)::text COLLATE "C")
 ORDER BY s.restaurant_id COLLATE "C", s.collection COLLATE "C"
