@@ -94,7 +94,7 @@ type CollectionStream struct {
 	RestaurantID string
 	Collection   string
 	LastSequence int64
-	// Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports streams at or above a reader's snapshot xmin.
+	// Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports the streams last written by a transaction the previous listing's snapshot could not see.
 	ChangedXact int64
 }
 
