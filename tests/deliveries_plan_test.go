@@ -24,10 +24,10 @@ func seedDeliveriesSQL(t testing.TB, dbURL string, n, restaurants int) {
 	_, err = conn.Exec(ctx, `
 		INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
 		                        temperature_records, non_compliance_reasons, corrective_actions, commentary,
-		                        image_count, content_sha256)
+		                        image_count, content_sha256, received_sequence)
 		SELECT 'r' || (g % $2::int + 1), 'd' || lpad(g::text, 8, '0'), 1700000000000 + (g / 3) * 60000, g % 7 = 0,
 		       's1', 'Supplier', '[{"product":"x","lotNumber":"l","unit":"°C","value":3}]', '{}', '{}', NULL,
-		       0, sha256(g::text::bytea)
+		       0, sha256(g::text::bytea), g
 		FROM generate_series(1, $1::int) g`, n, restaurants)
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, `ANALYZE deliveries`)

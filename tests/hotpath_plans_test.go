@@ -269,9 +269,9 @@ func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
 	execSQL(t, dbURL, `
 		INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
 		                        temperature_records, non_compliance_reasons, corrective_actions, commentary,
-		                        image_count, content_sha256)
+		                        image_count, content_sha256, received_sequence)
 		SELECT 'r' || (g % 3 + 1), 'd' || lpad(g::text, 8, '0'), 1700000000000 + (g::bigint / 3) * 60000, g % 7 = 0,
-		       's1', 'Supplier', '[]', '{}', '{}', NULL, 1, sha256(g::text::bytea)
+		       's1', 'Supplier', '[]', '{}', '{}', NULL, 1, sha256(g::text::bytea), g
 		FROM generate_series(1, $1::int) g`, n)
 	execSQL(t, dbURL, `
 		INSERT INTO delivery_images (restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at)

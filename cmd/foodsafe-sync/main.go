@@ -105,8 +105,8 @@ stopped. See README, "Mirroring with foodsafe-sync".`,
 	fl.StringVar(&f.filesDir, "files-dir", "foodsafe-files", "directory of downloaded files, content-addressed (sha256/ab/abcd...)")
 	fl.BoolVar(&f.once, "once", false, "sync once and exit (the default)")
 	fl.DurationVar(&f.every, "every", 0, "sync again this long after each run ends, until interrupted (e.g. 5m)")
-	fl.DurationVar(&f.overlap, "overlap", time.Hour, "deliveries: start each poll this long before the newest stored delivery (must exceed how long a device stays offline)")
-	fl.StringVar(&f.since, "deliveries-since", "1970-01-01", "deliveries: where the first sync starts (YYYY-MM-DD or epoch milliseconds)")
+	fl.DurationVar(&f.overlap, "overlap", time.Hour, "ignored: deliveries follow the server's receive-order changes cursor, which misses no late upload (kept so existing command lines run)")
+	fl.StringVar(&f.since, "deliveries-since", "1970-01-01", "deliveries: those that occurred before it are not mirrored (YYYY-MM-DD or epoch milliseconds)")
 	fl.StringVar(&f.tombstones, "tombstones", "mark", "what a deleted record does to its row: mark (keep the row and its last data, deleted = true) or delete")
 	fl.BoolVar(&f.json, "json", false, "progress as JSON lines on standard output")
 	// A key given as a flag is refused, never used (its value is not echoed).

@@ -34,9 +34,7 @@ func renderText(tool string, out any) string {
 			writeEnvelope(&b, e)
 		}
 		writeNext(&b, tool, v.NextCursor)
-		if v.ChangesCursor != nil {
-			fmt.Fprintf(&b, "\nTo get only what changes from now on, call %s later with cursor %q (it never expires).", tool, *v.ChangesCursor)
-		}
+		writeChanges(&b, tool, v.ChangesCursor)
 	case wire.Envelope:
 		writeEnvelope(&b, v)
 	case wire.Page[wire.Delivery]:
@@ -46,6 +44,21 @@ func renderText(tool string, out any) string {
 			writeDelivery(&b, d)
 		}
 		writeNext(&b, tool, v.NextCursor)
+	case wire.ChangesPage[wire.StreamChange]:
+		fmt.Fprintf(&b, "%s changed:", count(len(v.Data), "stream"))
+		for _, c := range v.Data {
+			fmt.Fprintf(&b, "\n- %s %s: head %d", c.RestaurantID, c.Stream, int64(c.Head))
+		}
+		writeNext(&b, tool, v.NextCursor)
+		writeChanges(&b, tool, v.ChangesCursor)
+	case wire.ChangesPage[wire.Delivery]:
+		fmt.Fprintf(&b, "%s, in the order received:", count(len(v.Data), "delivery"))
+		for _, d := range v.Data {
+			b.WriteString("\n- ")
+			writeDelivery(&b, d)
+		}
+		writeNext(&b, tool, v.NextCursor)
+		writeChanges(&b, tool, v.ChangesCursor)
 	case wire.Delivery:
 		writeDelivery(&b, v)
 	case List[wire.FileItem]:
@@ -100,6 +113,13 @@ func writeNext(b *strings.Builder, tool string, next *string) {
 		return
 	}
 	fmt.Fprintf(b, "\nMore: call %s again with the same arguments and cursor %q.", tool, *next)
+}
+
+// writeChanges says how to learn later what changes from now on.
+func writeChanges(b *strings.Builder, tool string, changes *string) {
+	if changes != nil {
+		fmt.Fprintf(b, "\nTo get only what changes from now on, call %s later with cursor %q (it never expires).", tool, *changes)
+	}
 }
 
 // stamp is an epoch-millisecond timestamp as sent, with its UTC date.

@@ -82,6 +82,17 @@ type deliveriesArgs struct {
 	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty for the first page."`
 }
 
+type changesArgs struct {
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Streams per page, 1 to 100; 20 when absent."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, or the changesCursor of an earlier listing's last page to list only what changed since; absent or empty to list every stream that holds anything."`
+}
+
+type deliveryChangesArgs struct {
+	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
+	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, 1 to 100; 20 when absent."`
+	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, or the changesCursor of an earlier call's last page to get only the deliveries received since; absent or empty to start at the first delivery received."`
+}
+
 type deliveryArgs struct {
 	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
 	DeliveryID   string `json:"deliveryId" jsonschema:"The delivery's id, as list_deliveries returns it."`
@@ -155,6 +166,18 @@ func mcpToolTable() []mcpTool {
 			description: "Goods-in delivery checks whose occurredAt lies in [from, to] (both inclusive, at most " + maxSpanText + " " +
 				"apart), newest first: supplier, compliance, temperatures measured, non-compliance reasons and corrective " +
 				"actions. " + paging + "Devices upload late: a window that ends now may fill in later. " + emptyCaveat},
+		{name: "list_changes", title: "What changed", route: "listChanges", args: reflect.TypeFor[changesArgs](),
+			description: "Which of the streams this key reads (each readable collection of each restaurant, and the deliveries) " +
+				"changed since a cursor, each with its head (its position now). Without a cursor: every readable stream that " +
+				"holds anything. " + paging + "The last page carries changesCursor: keep it, and call again later with it to " +
+				"learn in one call what changed since (an empty list when nothing did). A stream may come again with a head " +
+				"you already saw: compare heads and read only the streams whose head moved (walk_records from that " +
+				"collection's changesCursor, list_delivery_changes for deliveries). Cursors never expire. " + emptyCaveat},
+		{name: "list_delivery_changes", title: "Deliveries as received", route: "listDeliveryChanges", group: groupDeliveries,
+			args: reflect.TypeFor[deliveryChangesArgs](),
+			description: "A restaurant's deliveries in the order the service received them, whatever their occurredAt, so a " +
+				"check uploaded days late is never missed. " + paging + "The last page carries changesCursor: call again " +
+				"later with it to get only the deliveries received since. Cursors never expire. " + emptyCaveat},
 		{name: "get_delivery", title: "One delivery", route: "getDelivery", group: groupDeliveries, args: reflect.TypeFor[deliveryArgs](),
 			description: "One delivery check by id. An unknown delivery and a restaurant this key cannot read are the same " +
 				"error. One delivery, no pages. " + emptyCaveat},

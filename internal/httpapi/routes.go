@@ -110,6 +110,20 @@ func (a *API) routes() []route {
 			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",
 			OK:          jsonBody("RestaurantList")}},
 
+		{Method: "GET", Path: "/v1/changes", Access: accessPartner, Op: op(a.changesList), Doc: openapi.Op{
+			ID: "listChanges", Tag: "Restaurants", Summary: "Which streams the key reads changed",
+			Description: "Key-wide: the streams the key may read (each readable collection of each granted restaurant, and " +
+				"the deliveries where it holds deliveries:read) that changed since the cursor's position, each with its head " +
+				"(its position now: a collection's highest sequence, the deliveries' last receive position), by restaurantId " +
+				"then stream. Without a cursor, every readable stream that holds anything. Pages carry nextCursor until the " +
+				"last, which carries changesCursor: keep it and list again from it later; when nothing changed the answer is " +
+				"one empty page. A stream may be listed again with the head you already hold (a write still in flight when " +
+				"the position was taken makes the position lag, never skip): compare heads and walk only the streams whose " +
+				"head moved, from your changesCursor for that collection or deliveries (GET .../delivery-changes). Streams " +
+				"the key cannot read are never listed; when the key's grants change, the next listing starts over. Cursors " +
+				"accept any limit and never expire.",
+			Query: []string{"limit", "cursor"}, OK: jsonBody("StreamChangesPage")}},
+
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveriesList), Doc: openapi.Op{
 				ID: "listDeliveries", Tag: "Deliveries", Summary: "Deliveries in a time window, newest first",
@@ -118,6 +132,16 @@ func (a *API) routes() []route {
 					"on the last page. Poll incrementally with the newest occurredAt seen minus an hour as the next from, and " +
 					"deduplicate on id: devices upload late.",
 				Query: []string{"from", "to", "limit", "cursor"}, OK: jsonBody("DeliveryPage")}},
+		{Method: "GET", Path: "/v1/restaurants/:restaurantId/delivery-changes", Access: accessPartner,
+			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveryChanges), Doc: openapi.Op{
+				ID: "listDeliveryChanges", Tag: "Deliveries", Summary: "Deliveries in the order they were received",
+				Description: "Every delivery of the restaurant in receive order (the order the service stored them), whatever " +
+					"its occurredAt: a delivery checked days ago and uploaded late comes after everything received before it. " +
+					"Without a cursor the list starts at the first delivery received. Pages carry nextCursor until the last, " +
+					"which carries changesCursor instead: keep it, and pass it as cursor later to get only the deliveries " +
+					"received since (an empty page when none). Cursors are bound to the restaurant, accept any limit and never " +
+					"expire. The occurredAt window of GET .../deliveries is unchanged; this list is the one to poll.",
+				Query: []string{"limit", "cursor"}, OK: jsonBody("DeliveryChangesPage")}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveryGet), Doc: openapi.Op{
 				ID: "getDelivery", Tag: "Deliveries", Summary: "One delivery",
@@ -203,8 +227,8 @@ func (a *API) routes() []route {
 				"Protocol revisions 2026-07-28 (no handshake) and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 " +
 				"(initialize, no Mcp-Session-Id). The body is a JSON-RPC 2.0 message; send `Accept: application/json, " +
 				"text/event-stream`. Keys, rate limit and audit trail are the REST API's: every POST counts against the " +
-				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_collections, " +
-				"walk_records, get_record, list_assets, list_deliveries, get_delivery, list_delivery_images; each calls the " +
+				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_changes, list_collections, " +
+				"walk_records, get_record, list_assets, list_deliveries, list_delivery_changes, get_delivery, list_delivery_images; each calls the " +
 				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
 				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors (an unknown method: " +
 				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,9 +27,6 @@ import (
 // cursors are bound to their limit.
 const PageSize = 100
 
-// maxWindow is the longest delivery window the API answers (366 days).
-const maxWindow = 366 * 24 * time.Hour
-
 // Options say what to mirror and how.
 type Options struct {
 	Restaurants []string // empty: every restaurant the key reaches
@@ -36,11 +34,12 @@ type Options struct {
 	Files       bool
 	FilesDir    string
 	Tombstones  TombstoneMode
-	// Overlap is how far before the newest stored delivery the next
-	// delivery window starts; it must exceed the longest a device stays
-	// offline, or late deliveries older than it are missed.
+	// Overlap is no longer used: deliveries follow the receive-order
+	// changes cursor, which misses no late upload. Kept so that command
+	// lines that set --overlap still run.
 	Overlap time.Duration
-	// DeliveriesSince is where the first delivery pass starts, epoch ms.
+	// DeliveriesSince: deliveries that occurred before it (epoch ms) are
+	// not mirrored.
 	DeliveriesSince int64
 	Now             func() time.Time
 }
@@ -113,12 +112,20 @@ type grant struct {
 type plan struct {
 	restaurant  string
 	collections []string
-	deliveries  bool
-	images      bool
+	// readable are the collections the run may mirror there (collections
+	// keeps those it walks), whose files it fetches.
+	readable   []string
+	deliveries bool
+	images     bool
 }
 
-// Run mirrors once. A failing stream is recorded in sync_state and the
-// run goes on with the others; the returned error joins the failures.
+// Run mirrors once. It asks the server which of the key's streams changed
+// since the last run (GET /v1/changes, from the position kept in the
+// target) and walks only those whose head moved, plus any stream a
+// previous run left unfinished or failed; a refresh in which nothing
+// changed costs two requests however many restaurants the key reads. A
+// failing stream is recorded in sync_state and the run goes on with the
+// others; the returned error joins the failures.
 func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 	start := time.Now()
 	var sum Summary
@@ -128,8 +135,37 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 		return s.finish(sum, start), s.fatalIfUnauthorized(err)
 	}
 	sum.Restaurants = len(plans)
+	listed, position, force, err := s.listChanges(ctx)
+	if err != nil {
+		return s.finish(sum, start), s.fatalIfUnauthorized(err)
+	}
+	held, err := s.t.heads(ctx)
+	if err != nil {
+		return s.finish(sum, start), err
+	}
+	unfinished, err := s.t.unfinished(ctx)
+	if err != nil {
+		return s.finish(sum, start), err
+	}
+	// due says whether a stream needs a walk this run, and at which head.
+	due := func(restaurant, stream string) (string, bool) {
+		k := streamKey{restaurant, stream}
+		head, ok := listed[k]
+		return head, unfinished[k] || (ok && (force || held[k] != head))
+	}
 	total := 0
-	for _, p := range plans {
+	for i := range plans {
+		p := &plans[i]
+		var colls []string
+		for _, c := range p.collections {
+			if _, ok := due(p.restaurant, c); ok {
+				colls = append(colls, c)
+			}
+		}
+		p.collections, p.readable = colls, p.collections
+		if _, ok := due(p.restaurant, "deliveries"); !ok {
+			p.deliveries = false
+		}
 		total += len(p.collections)
 		if p.deliveries {
 			total++
@@ -153,12 +189,24 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 		}
 		return nil
 	}
+	// synced keeps the head a stream was listed at once it is mirrored up
+	// to it: the next run walks it only when the head moves past.
+	synced := func(restaurant, stream string) error {
+		head, ok := listed[streamKey{restaurant, stream}]
+		if !ok {
+			return nil
+		}
+		return s.t.putHead(ctx, restaurant, stream, head)
+	}
 	for _, p := range plans {
 		for _, coll := range p.collections {
 			n, pages, err := s.syncCollection(ctx, p.restaurant, coll)
 			sum.Streams++
 			sum.Records += n
 			sum.Pages += pages
+			if err == nil {
+				err = synced(p.restaurant, coll)
+			}
 			if err != nil {
 				if ferr := fail(p.restaurant, coll, err); ferr != nil {
 					return s.finish(sum, start), errors.Join(failures...)
@@ -170,6 +218,9 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 			sum.Streams++
 			sum.Deliveries += n
 			sum.Pages += pages
+			if err == nil {
+				err = synced(p.restaurant, "deliveries")
+			}
 			if err != nil {
 				if ferr := fail(p.restaurant, "deliveries", err); ferr != nil {
 					return s.finish(sum, start), errors.Join(failures...)
@@ -177,6 +228,7 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 			}
 		}
 		if s.o.Files {
+			p.collections = p.readable
 			n, bytes, err := s.syncFiles(ctx, p)
 			sum.Files += n
 			sum.FileBytes += bytes
@@ -190,6 +242,14 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
+	if len(failures) == 0 && ctx.Err() == nil {
+		// Only a complete run moves the position: a stream that failed is
+		// walked again next time (it is unfinished), and so is everything
+		// listed after an interruption.
+		if err := s.t.putChangesPosition(ctx, s.scope(), position); err != nil {
+			return s.finish(sum, start), err
+		}
+	}
 	return s.finish(sum, start), errors.Join(failures...)
 }
 
@@ -200,7 +260,82 @@ func (s *Syncer) finish(sum Summary, start time.Time) Summary {
 	return sum
 }
 
-// plan reads the key's grants and decides what this run mirrors.
+// streamKey names a stream of a restaurant: a collection, or deliveries.
+type streamKey struct{ restaurant, stream string }
+
+// streamChange is an item of GET /v1/changes.
+type streamChange struct {
+	RestaurantID string `json:"restaurantId"`
+	Stream       string `json:"stream"`
+	Head         string `json:"head"`
+}
+
+type changesPage struct {
+	Data          []streamChange `json:"data"`
+	NextCursor    *string        `json:"nextCursor"`
+	ChangesCursor *string        `json:"changesCursor"`
+}
+
+// scope is what a kept changes position was listed for: a position kept
+// by a run that mirrored other restaurants or collections says nothing of
+// the streams this one adds, so those runs list from the beginning.
+func (s *Syncer) scope() string {
+	r, c := slices.Clone(s.o.Restaurants), slices.Clone(s.o.Collections)
+	slices.Sort(r)
+	slices.Sort(c)
+	return strings.Join(r, ",") + ";" + strings.Join(c, ",")
+}
+
+// listChanges reads GET /v1/changes to its last page from the position
+// the target keeps (every stream that holds anything, on a first run):
+// the streams that changed, with their heads, and the position of the
+// next listing. force (a kept position the server refused: its data was
+// restored, or its cursor key changed) asks for every listed stream to be
+// walked, whatever head the target holds.
+func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]string, string, bool, error) {
+	cursor, err := s.t.changesPosition(ctx, s.scope())
+	if err != nil {
+		return nil, "", false, err
+	}
+	listed := map[streamKey]string{}
+	force := false
+	for pages := 0; ; pages++ {
+		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page changesPage
+		err := s.c.Get(ctx, "/v1/changes", q, &page)
+		switch {
+		case err == nil:
+		case cursor != "" && IsStatus(err, 400) && !force:
+			s.log.Warn("changes position refused; listing every stream and walking each from its own cursor", "error", err.Error())
+			cursor, force, listed = "", true, map[streamKey]string{}
+			continue
+		default:
+			return nil, "", false, err
+		}
+		for _, c := range page.Data {
+			if !digits.MatchString(c.Head) {
+				return nil, "", false, fmt.Errorf("GET /v1/changes: stream %s of %s has a malformed head %q", c.Stream, c.RestaurantID, c.Head)
+			}
+			listed[streamKey{c.RestaurantID, c.Stream}] = c.Head
+		}
+		switch {
+		case page.NextCursor != nil:
+			cursor = *page.NextCursor
+		case page.ChangesCursor == nil || *page.ChangesCursor == "":
+			return nil, "", false, fmt.Errorf("the last page of GET /v1/changes carries no changesCursor")
+		default:
+			return listed, *page.ChangesCursor, force, nil
+		}
+	}
+}
+
+// plan reads the key's grants and decides which streams this run may
+// mirror: the restaurants asked for (or every one the key reaches), with
+// the collections of their read scopes (or those asked for) and their
+// deliveries. Run then keeps only the streams that changed.
 func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 	var page struct {
 		Data []grant `json:"data"`
@@ -225,32 +360,27 @@ func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 			return nil, fmt.Errorf("the key does not reach restaurant %q (it reaches %d restaurant(s); see GET /v1/restaurants)", r, len(page.Data))
 		}
 		p := plan{restaurant: r}
+		readable := map[string]bool{}
 		for _, sc := range g.Scopes {
 			switch sc {
 			case "deliveries:read":
 				p.deliveries = true
 			case "delivery-images:read":
 				p.images = true
+			default:
+				// A collection is readable with its read scope; GET
+				// /v1/changes names the streams that hold anything, so a
+				// scope of something else never becomes a walk.
+				c, ok := strings.CutSuffix(sc, ":read")
+				if !ok {
+					continue
+				}
+				if !collectionName.MatchString(c) || reservedTables[TableName(c)] {
+					s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", r, "collection", c)
+					continue
+				}
+				readable[c] = true
 			}
-		}
-		// The collections the key reads are the collection list's (spec
-		// 4.4), not guessed from scope names: a scope the service adds for
-		// something else must not become a stream.
-		var list struct {
-			Data []struct {
-				Collection string `json:"collection"`
-			} `json:"data"`
-		}
-		if err := s.c.Get(ctx, "/v1/restaurants/"+url.PathEscape(r)+"/collections", nil, &list); err != nil {
-			return nil, err
-		}
-		readable := map[string]bool{}
-		for _, d := range list.Data {
-			if !collectionName.MatchString(d.Collection) || reservedTables[TableName(d.Collection)] {
-				s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", r, "collection", d.Collection)
-				continue
-			}
-			readable[d.Collection] = true
 		}
 		if len(s.o.Collections) > 0 {
 			for _, c := range s.o.Collections {
@@ -475,54 +605,52 @@ type delivery struct {
 }
 
 type deliveryPage struct {
-	Data       []json.RawMessage `json:"data"`
-	NextCursor *string           `json:"nextCursor"`
+	Data          []json.RawMessage `json:"data"`
+	NextCursor    *string           `json:"nextCursor"`
+	ChangesCursor *string           `json:"changesCursor"`
 }
 
-// syncDeliveries brings a restaurant's deliveries up to date: a pass from
-// the newest stored occurredAt minus the overlap (the first pass from
-// DeliveriesSince) to now, in windows of at most 366 days, each walked to
-// its end with the cursor kept per page. The high-water mark moves only
-// when a pass is complete, so a crash mid-window never skips the rest of
-// it.
+// syncDeliveries brings a restaurant's deliveries up to date through the
+// receive-order changes cursor (GET .../delivery-changes): from the kept
+// changesCursor, or from the first delivery received on the first sync,
+// each page applied in one target transaction with the cursor that
+// follows it. A delivery uploaded days after it occurred comes after
+// everything received before it, so it is never missed (the occurredAt
+// window with an overlap would miss any upload later than the overlap).
+// Deliveries that occurred before DeliveriesSince are not stored.
 func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserted, pages int64, err error) {
 	const stream = "deliveries"
 	st, err := s.t.State(ctx, restaurant, stream)
 	if err != nil {
 		return 0, 0, err
 	}
-	if st.WindowFrom == nil {
-		from := s.o.DeliveriesSince
-		switch {
-		case st.HighWater != nil:
-			from = *st.HighWater - s.o.Overlap.Milliseconds()
-		case st.CoveredTo != nil:
-			from = *st.CoveredTo - s.o.Overlap.Milliseconds()
-		}
-		from = max(from, 0)
-		to := max(s.o.Now().UnixMilli(), from)
-		st.PassTo, st.WindowFrom = &to, &from
-		wt := min(from+maxWindow.Milliseconds(), to)
-		st.WindowTo, st.WalkCursor = &wt, ""
-	}
-	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/deliveries"
+	path := "/v1/restaurants/" + url.PathEscape(restaurant) + "/delivery-changes"
 	refused := 0
 	for {
-		q := url.Values{"from": {strconv.FormatInt(*st.WindowFrom, 10)}, "to": {strconv.FormatInt(*st.WindowTo, 10)}, "limit": {strconv.Itoa(PageSize)}}
-		if st.WalkCursor != "" {
-			q.Set("cursor", st.WalkCursor)
+		cursor := st.WalkCursor
+		if cursor == "" {
+			cursor = st.ChangesCursor
+		}
+		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
 		}
 		var page deliveryPage
 		err := s.c.Get(ctx, path, q, &page)
 		switch {
 		case err == nil:
-		case st.WalkCursor != "" && IsStatus(err, 400) && refused < maxRefusals:
+		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
+			// Deliveries are immutable and stored by id: reading them all
+			// again from the first one received loses nothing.
 			refused++
-			s.log.Warn("delivery cursor refused; walking the window again", "restaurant", restaurant, "error", err.Error())
-			st.WalkCursor = ""
+			s.log.Warn("delivery cursor refused; reading the deliveries again from the first received", "restaurant", restaurant, "error", err.Error())
+			st.WalkCursor, st.ChangesCursor = "", ""
 			continue
 		default:
 			return inserted, pages, s.fatalIfUnauthorized(err)
+		}
+		if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
+			return inserted, pages, fmt.Errorf("the last page of the deliveries carries no changesCursor")
 		}
 		ds := make([]Delivery, 0, len(page.Data))
 		for _, raw := range page.Data {
@@ -534,12 +662,17 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 			if err != nil {
 				return inserted, pages, fmt.Errorf("delivery %q: malformed occurredAt", d.ID)
 			}
+			if at < s.o.DeliveriesSince {
+				continue
+			}
 			ds = append(ds, Delivery{ID: d.ID, OccurredAt: at, IsCompliant: d.IsCompliant, SupplierID: d.Supplier.ID,
 				SupplierName: d.Supplier.Name, ImageCount: d.ImageCount, Data: raw})
 		}
 		next := st
 		next.Pages++
 		next.LastError = ""
+		// The occurredAt windows of earlier versions are over.
+		next.WindowFrom, next.WindowTo, next.PassTo = nil, nil, nil
 		var n int64
 		err = s.t.tx(ctx, func(tx *sql.Tx) error {
 			var err error
@@ -547,21 +680,11 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 				return err
 			}
 			next.Applied += n
-			switch {
-			case page.NextCursor != nil:
+			if page.NextCursor != nil {
 				next.WalkCursor = *page.NextCursor
-			case *next.WindowTo < *next.PassTo:
-				from := *next.WindowTo + 1
-				to := min(from+maxWindow.Milliseconds(), *next.PassTo)
-				next.WindowFrom, next.WindowTo, next.WalkCursor = &from, &to, ""
-			default:
-				hw, err := s.t.newestDelivery(ctx, tx, restaurant)
-				if err != nil {
-					return err
-				}
+			} else {
 				now := nowMillis()
-				next.HighWater, next.CoveredTo, next.LastSyncedAt = hw, next.PassTo, &now
-				next.WindowFrom, next.WindowTo, next.PassTo, next.WalkCursor = nil, nil, nil, ""
+				next.ChangesCursor, next.WalkCursor, next.LastSyncedAt = *page.ChangesCursor, "", &now
 			}
 			return s.t.putState(ctx, tx, restaurant, stream, next)
 		})
@@ -572,9 +695,9 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 		inserted += n
 		pages++
 		rem, lim := s.c.Budget()
-		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Kind: "window", Pages: pages, Records: inserted,
-			Done: st.WindowFrom == nil, BudgetRemaining: rem, BudgetLimit: lim})
-		if st.WindowFrom == nil {
+		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Kind: "changes", Pages: pages, Records: inserted,
+			Done: page.NextCursor == nil, BudgetRemaining: rem, BudgetLimit: lim})
+		if page.NextCursor == nil {
 			return inserted, pages, nil
 		}
 	}

@@ -252,6 +252,14 @@ func (t *Target) migrate(ctx context.Context) error {
 			images_synced BOOLEAN NOT NULL DEFAULT ` + boolFalse + `,
 			PRIMARY KEY (restaurant_id, id))`,
 		`CREATE INDEX IF NOT EXISTS deliveries_occurred_idx ON deliveries (restaurant_id, occurred_at)`,
+		// The head each stream was listed at by GET /v1/changes when it was
+		// last mirrored up to it (the changes position itself is kept in
+		// mirror_meta).
+		`CREATE TABLE IF NOT EXISTS stream_heads (
+			restaurant_id TEXT NOT NULL,
+			stream        TEXT NOT NULL,
+			head          TEXT NOT NULL,
+			PRIMARY KEY (restaurant_id, stream))`,
 		`CREATE TABLE IF NOT EXISTS files (
 			sha256        TEXT PRIMARY KEY,
 			content_type  TEXT NOT NULL,
@@ -619,15 +627,76 @@ func (t *Target) applyDeliveries(ctx context.Context, tx *sql.Tx, restaurantID s
 	return n, nil
 }
 
-// newestDelivery is the newest stored occurredAt of a restaurant (nil
-// when none is stored).
-func (t *Target) newestDelivery(ctx context.Context, tx *sql.Tx, restaurantID string) (*int64, error) {
-	var v sql.NullInt64
-	err := tx.QueryRowContext(ctx, t.dialect.q(`SELECT max(occurred_at) FROM deliveries WHERE restaurant_id = ?`), restaurantID).Scan(&v)
-	if err != nil || !v.Valid {
+// heads reads the head every stream was last mirrored up to.
+func (t *Target) heads(ctx context.Context) (map[streamKey]string, error) {
+	rows, err := t.db.QueryContext(ctx, `SELECT restaurant_id, stream, head FROM stream_heads`)
+	if err != nil {
 		return nil, err
 	}
-	return &v.Int64, nil
+	defer rows.Close()
+	out := map[streamKey]string{}
+	for rows.Next() {
+		var k streamKey
+		var head string
+		if err := rows.Scan(&k.restaurant, &k.stream, &head); err != nil {
+			return nil, err
+		}
+		out[k] = head
+	}
+	return out, rows.Err()
+}
+
+// putHead records that a stream is mirrored up to head.
+func (t *Target) putHead(ctx context.Context, restaurantID, stream, head string) error {
+	_, err := t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO stream_heads (restaurant_id, stream, head) VALUES (?, ?, ?)
+		ON CONFLICT (restaurant_id, stream) DO UPDATE SET head = excluded.head`), restaurantID, stream, head)
+	return err
+}
+
+// unfinished are the streams a previous run left with a walk under way or
+// a failure: walked again whatever GET /v1/changes says.
+func (t *Target) unfinished(ctx context.Context) (map[streamKey]bool, error) {
+	rows, err := t.db.QueryContext(ctx, `SELECT restaurant_id, stream FROM sync_state
+		WHERE stream <> 'files' AND (walk_cursor IS NOT NULL OR last_error IS NOT NULL OR window_from IS NOT NULL)`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[streamKey]bool{}
+	for rows.Next() {
+		var k streamKey
+		if err := rows.Scan(&k.restaurant, &k.stream); err != nil {
+			return nil, err
+		}
+		out[k] = true
+	}
+	return out, rows.Err()
+}
+
+// changesPosition is the GET /v1/changes position kept by the last
+// complete run, when it mirrored the same scope ("" otherwise).
+func (t *Target) changesPosition(ctx context.Context, scope string) (string, error) {
+	var pos, had string
+	err := t.db.QueryRowContext(ctx, `SELECT p.value, s.value FROM mirror_meta p, mirror_meta s
+		WHERE p.name = 'changes_position' AND s.name = 'changes_scope'`).Scan(&pos, &had)
+	if errors.Is(err, sql.ErrNoRows) || had != scope {
+		return "", nil
+	}
+	return pos, err
+}
+
+// putChangesPosition keeps the position of the next listing and the scope
+// it was listed for.
+func (t *Target) putChangesPosition(ctx context.Context, scope, pos string) error {
+	return t.tx(ctx, func(tx *sql.Tx) error {
+		for _, kv := range [][2]string{{"changes_position", pos}, {"changes_scope", scope}} {
+			if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // now is the target's notion of the time of a sync, epoch ms.

@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/ids"
@@ -25,6 +28,14 @@ type DeliveryPos struct {
 func (p *DeliveryPos) Valid() bool {
 	return p.OccurredAt >= 0 && ids.Valid(p.ID)
 }
+
+// DeliveryStream is the collection_streams name of a restaurant's
+// delivery stream: the counter of its deliveries in receive order. It is
+// no collection's name, and GET /v1/changes reports it as "deliveries".
+const DeliveryStream = "deliveries"
+
+// errDeliveryExists rolls back a delivery insert whose id was taken.
+var errDeliveryExists = errors.New("the delivery exists")
 
 // DeliveryCreate inserts an immutable delivery. Writing the same content
 // again is a replay (replayed=true, nothing changes); different content
@@ -47,18 +58,37 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 	if err != nil {
 		return wire.Delivery{}, false, err
 	}
-	row, err := s.q.DeliveryInsert(ctx, db.DeliveryInsertParams{
+	p := db.DeliveryInsertParams{
 		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
 		SupplierID: d.Supplier.ID, SupplierName: d.Supplier.Name, TemperatureRecords: temps,
 		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
 		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
+	}
+	var row db.Delivery
+	// The position is taken under the delivery stream's row lock, held to
+	// commit, so positions commit in order (DeliveryChanges relies on it).
+	// An id that exists already rolls the position back: replays leave no
+	// gap and do not make the stream look changed.
+	err = s.inTx(ctx, func(q *db.Queries) error {
+		// The delivery stream keeps no receivedAt of its own (deliveries
+		// carry theirs): received_at 0 leaves its last_received_at as is.
+		next, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: d.RestaurantID, Collection: DeliveryStream})
+		if err != nil {
+			return err
+		}
+		p.ReceivedSequence = next.LastSequence
+		row, err = q.DeliveryInsert(ctx, p)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errDeliveryExists
+		}
+		return err
 	})
-	switch ok, err := found(err); {
-	case err != nil:
-		return wire.Delivery{}, false, err
-	case ok:
+	switch {
+	case err == nil:
 		out, err := deliveryFromRow(row)
 		return out, false, err
+	case !errors.Is(err, errDeliveryExists):
+		return wire.Delivery{}, false, err
 	}
 	// The id exists (possibly inserted by a racing identical request, which
 	// ON CONFLICT waited for): same content is a replay.
@@ -133,4 +163,43 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// ErrAheadOfDeliveries: a delivery changes cursor names a position the
+// restaurant's delivery stream has not reached (its data was restored or
+// reset since the cursor was issued).
+var ErrAheadOfDeliveries = errors.New("position beyond the head of the delivery stream")
+
+// DeliveryChanges reads up to limit deliveries received after position
+// after, in receive order, whatever their occurredAt. last is the position
+// of the page's last delivery (after itself when the page is empty): a
+// later call from it returns what was received since. more reports
+// whether another page follows. An empty page from a position beyond the
+// stream's head is ErrAheadOfDeliveries.
+func (s *Store) DeliveryChanges(ctx context.Context, restaurantID string, after int64, limit int) (page []wire.Delivery, last int64, more bool, err error) {
+	rows, err := s.q.DeliveryChangesPage(ctx, db.DeliveryChangesPageParams{RestaurantID: restaurantID, AfterSequence: after, MaxRows: int32(limit + 1)})
+	if err != nil {
+		return nil, 0, false, translate(err)
+	}
+	if len(rows) > limit {
+		rows, more = rows[:limit], true
+	}
+	last = after
+	if len(rows) == 0 && after > 0 {
+		head, err := s.q.StreamHead(ctx, db.StreamHeadParams{RestaurantID: restaurantID, Collection: DeliveryStream})
+		if err != nil {
+			return nil, 0, false, translate(err)
+		}
+		if after > head {
+			return nil, 0, false, ErrAheadOfDeliveries
+		}
+	}
+	page = make([]wire.Delivery, len(rows))
+	for i, r := range rows {
+		if page[i], err = deliveryFromRow(r); err != nil {
+			return nil, 0, false, err
+		}
+		last = r.ReceivedSequence
+	}
+	return page, last, more, nil
 }

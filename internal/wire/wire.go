@@ -179,3 +179,20 @@ type RestaurantGrant struct {
 	RestaurantID string   `json:"restaurantId" jsonschema:"Restaurant id, as every other tool and path takes it."`
 	Scopes       []string `json:"scopes" jsonschema:"The scopes the key holds there, sorted."`
 }
+
+// StreamChange is a stream a key reads that changed (GET /v1/changes): a
+// collection of a restaurant, or its deliveries, with its position now.
+type StreamChange struct {
+	RestaurantID string   `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
+	Stream       string   `json:"stream" jsonschema:"A collection name, or deliveries."`
+	Head         Sequence `json:"head" jsonschema:"The stream's position now; compare it with the one you hold (higher: something changed), no arithmetic."`
+}
+
+// ChangesPage is a page of a listing of changes: a Page plus the cursor
+// of the next listing. Like WalkPage, every page has both members: the
+// changes cursor on the last page only.
+type ChangesPage[T any] struct {
+	Data          []T     `json:"data" jsonschema:"The items of this page, possibly none."`
+	NextCursor    *string `json:"nextCursor" jsonschema:"Pass it unchanged as cursor for the next page; null on the last page."`
+	ChangesCursor *string `json:"changesCursor" jsonschema:"On the last page only (null before): keep it, and pass it as cursor later to get only what changed since; it never expires."`
+}

@@ -9,12 +9,33 @@ import (
 	"context"
 )
 
+const streamHead = `-- name: StreamHead :one
+SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
+                 WHERE s.restaurant_id = $1 AND s.collection = $2), 0)::bigint AS head
+`
+
+type StreamHeadParams struct {
+	RestaurantID string
+	Collection   string
+}
+
+// Serves the delivery changes cursor: the stream's last position (0 when
+// nothing was ever written), to tell an empty page from a position the
+// stream has not reached. collection_streams_pkey.
+func (q *Queries) StreamHead(ctx context.Context, arg StreamHeadParams) (int64, error) {
+	row := q.db.QueryRow(ctx, streamHead, arg.RestaurantID, arg.Collection)
+	var head int64
+	err := row.Scan(&head)
+	return head, err
+}
+
 const streamNextSequence = `-- name: StreamNextSequence :one
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at)
-VALUES ($1, $2, 1, $3)
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
+VALUES ($1, $2, 1, $3, pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
     SET last_sequence    = collection_streams.last_sequence + 1,
-        last_received_at = greatest(collection_streams.last_received_at, excluded.last_received_at)
+        last_received_at = greatest(collection_streams.last_received_at, excluded.last_received_at),
+        changed_xact     = excluded.changed_xact
 RETURNING last_sequence, last_received_at
 `
 
@@ -35,10 +56,114 @@ type StreamNextSequenceRow struct {
 // last receivedAt, so receivedAt never decreases as sequence grows, however
 // writers race for the lock or a device clock runs ahead. The row stays
 // locked until the transaction ends, which serialises writers of this
-// stream so commit order equals sequence order. collection_streams_pkey.
+// stream so commit order equals sequence order. changed_xact records the
+// writing transaction for GET /v1/changes (StreamsChanged); on Citus the
+// function is evaluated on the coordinator, like every non-immutable
+// function of a modification. collection_streams_pkey.
 func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (StreamNextSequenceRow, error) {
 	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
 	var i StreamNextSequenceRow
 	err := row.Scan(&i.LastSequence, &i.LastReceivedAt)
+	return i, err
+}
+
+const streamsChanged = `-- name: StreamsChanged :many
+SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
+FROM collection_streams s
+WHERE s.restaurant_id COLLATE "C" = ANY($1::text[])
+  AND s.changed_xact >= $2::bigint
+  AND (s.changed_xact >= $3::bigint OR s.changed_xact = ANY($4::bigint[]))
+  AND s.collection = ANY($5::text[])
+  AND (s.restaurant_id COLLATE "C", s.collection COLLATE "C") > ($6::text COLLATE "C", $7::text COLLATE "C")
+ORDER BY s.restaurant_id COLLATE "C", s.collection COLLATE "C"
+LIMIT $8
+`
+
+type StreamsChangedParams struct {
+	RestaurantIds   []string
+	Xmin            int64
+	Xmax            int64
+	Xip             []int64
+	Streams         []string
+	AfterRestaurant string
+	AfterStream     string
+	MaxRows         int32
+}
+
+type StreamsChangedRow struct {
+	RestaurantID string
+	Stream       string
+	Head         int64
+}
+
+// Serves GET /v1/changes: the streams, among the given ones of the given
+// restaurants, last written by a transaction the snapshot (xmin, xmax,
+// xip) of the previous listing could not see (at or above xmax, or in
+// xip), with their heads, in (restaurant, stream) order after a keyset
+// position. collection_streams_changed_idx: one range probe per
+// restaurant of the array (changed_xact >= xmin; restaurant_id under "C",
+// as the index compares it), which reads only the streams written since
+// the previous listing's oldest running transaction; the rest of the
+// predicate is checked on those rows, and the Sort orders only them.
+// On Citus the array prunes to the restaurants' shards: a fan-out bounded
+// by the restaurants granted (and the shard count), never every shard.
+func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) ([]StreamsChangedRow, error) {
+	rows, err := q.db.Query(ctx, streamsChanged,
+		arg.RestaurantIds,
+		arg.Xmin,
+		arg.Xmax,
+		arg.Xip,
+		arg.Streams,
+		arg.AfterRestaurant,
+		arg.AfterStream,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StreamsChangedRow{}
+	for rows.Next() {
+		var i StreamsChangedRow
+		if err := rows.Scan(&i.RestaurantID, &i.Stream, &i.Head); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const streamsHorizon = `-- name: StreamsHorizon :one
+SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
+       pg_snapshot_xmax(s)::text::bigint AS xmax,
+       ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x)::bigint[] AS xip
+FROM pg_current_snapshot() AS s
+`
+
+type StreamsHorizonRow struct {
+	Xmin int64
+	Xmax int64
+	Xip  []int64
+}
+
+// Serves GET /v1/changes: where a listing stands, as the snapshot of this
+// statement: xmin (the oldest transaction still running), xmax (the next
+// transaction id) and xip (those running between them). A change by a
+// transaction below xmax and not in xip was committed, so any later
+// statement sees it; any change a later statement cannot see yet carries
+// a changed_xact at or above xmax or in xip. The next listing from this
+// snapshot (StreamsChanged) reports exactly those, so it misses nothing,
+// and a write that was in flight makes it repeat a stream, never skip
+// one. Taken before the listing's reads, it can only lag behind them. A
+// position beyond xmax was issued by another database (a restore). No
+// table is read; on Citus it runs on the coordinator, whose transaction
+// ids StreamNextSequence records.
+func (q *Queries) StreamsHorizon(ctx context.Context) (StreamsHorizonRow, error) {
+	row := q.db.QueryRow(ctx, streamsHorizon)
+	var i StreamsHorizonRow
+	err := row.Scan(&i.Xmin, &i.Xmax, &i.Xip)
 	return i, err
 }

@@ -9,9 +9,69 @@ import (
 	"context"
 )
 
+const deliveryChangesPage = `-- name: DeliveryChangesPage :many
+SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
+       received_sequence
+FROM deliveries
+WHERE restaurant_id = $1 COLLATE "C"
+  AND received_sequence > $2
+ORDER BY received_sequence
+LIMIT $3
+`
+
+type DeliveryChangesPageParams struct {
+	RestaurantID  string
+	AfterSequence int64
+	MaxRows       int32
+}
+
+// Serves GET .../delivery-changes: the deliveries received after a
+// position of the restaurant's delivery stream, in receive order, whatever
+// their occurredAt. Positions are taken under the stream's row lock
+// (StreamNextSequence), so they commit in order: a page that returned
+// position N has seen every delivery below N. deliveries_received_idx: one
+// range scan stopped by LIMIT (restaurant_id under "C", as the index
+// compares it).
+func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPageParams) ([]Delivery, error) {
+	rows, err := q.db.Query(ctx, deliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Delivery{}
+	for rows.Next() {
+		var i Delivery
+		if err := rows.Scan(
+			&i.RestaurantID,
+			&i.ID,
+			&i.OccurredAt,
+			&i.IsCompliant,
+			&i.SupplierID,
+			&i.SupplierName,
+			&i.TemperatureRecords,
+			&i.NonComplianceReasons,
+			&i.CorrectiveActions,
+			&i.Commentary,
+			&i.ImageCount,
+			&i.ContentSha256,
+			&i.ReceivedAt,
+			&i.ReceivedSequence,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deliveryGet = `-- name: DeliveryGet :one
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
-       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
+       received_sequence
 FROM deliveries
 WHERE restaurant_id = $1 AND id = $2
 `
@@ -41,6 +101,7 @@ func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Deliv
 		&i.ImageCount,
 		&i.ContentSha256,
 		&i.ReceivedAt,
+		&i.ReceivedSequence,
 	)
 	return i, err
 }
@@ -48,14 +109,15 @@ func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Deliv
 const deliveryInsert = `-- name: DeliveryInsert :one
 INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
                         temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count,
-                        content_sha256)
+                        content_sha256, received_sequence)
 VALUES ($1, $2, $3, $4,
         $5, $6, $7,
         $8, $9, $10, $11,
-        $12)
+        $12, $13)
 ON CONFLICT (restaurant_id, id) DO NOTHING
 RETURNING restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
-          temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+          temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
+          received_sequence
 `
 
 type DeliveryInsertParams struct {
@@ -71,10 +133,13 @@ type DeliveryInsertParams struct {
 	Commentary           *string
 	ImageCount           int64
 	ContentSha256        []byte
+	ReceivedSequence     int64
 }
 
-// Serves PUT /v1/ingest/.../deliveries/{id}. Returns no row when the id
-// exists already; the caller then compares contents (replay or conflict).
+// Serves PUT /v1/ingest/.../deliveries/{id}, after StreamNextSequence took
+// the restaurant's next 'deliveries' position in the same transaction.
+// Returns no row when the id exists already; the caller then rolls back
+// (the position with it) and compares contents (replay or conflict).
 // deliveries_pkey.
 func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) (Delivery, error) {
 	row := q.db.QueryRow(ctx, deliveryInsert,
@@ -90,6 +155,7 @@ func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) 
 		arg.Commentary,
 		arg.ImageCount,
 		arg.ContentSha256,
+		arg.ReceivedSequence,
 	)
 	var i Delivery
 	err := row.Scan(
@@ -106,13 +172,15 @@ func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) 
 		&i.ImageCount,
 		&i.ContentSha256,
 		&i.ReceivedAt,
+		&i.ReceivedSequence,
 	)
 	return i, err
 }
 
 const deliveryListAfter = `-- name: DeliveryListAfter :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
-       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
+       received_sequence
 FROM deliveries
 WHERE restaurant_id = $1 COLLATE "C"
   AND occurred_at >= $2
@@ -167,6 +235,7 @@ func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterPa
 			&i.ImageCount,
 			&i.ContentSha256,
 			&i.ReceivedAt,
+			&i.ReceivedSequence,
 		); err != nil {
 			return nil, err
 		}
@@ -180,7 +249,8 @@ func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterPa
 
 const deliveryListFirst = `-- name: DeliveryListFirst :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
-       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at
+       temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
+       received_sequence
 FROM deliveries
 WHERE restaurant_id = $1 COLLATE "C"
   AND occurred_at >= $2
@@ -228,6 +298,7 @@ func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstPa
 			&i.ImageCount,
 			&i.ContentSha256,
 			&i.ReceivedAt,
+			&i.ReceivedSequence,
 		); err != nil {
 			return nil, err
 		}

@@ -89,13 +89,15 @@ type Blob struct {
 	LastPutAt int64
 }
 
-// Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else.
+// Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else. The row with collection 'deliveries' numbers the restaurant's deliveries in receive order.
 type CollectionStream struct {
 	RestaurantID string
 	Collection   string
 	LastSequence int64
 	// receivedAt (epoch ms) of the change at last_sequence; the floor of the next change's receivedAt, so receivedAt never decreases along the stream.
 	LastReceivedAt int64
+	// Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports the streams last written by a transaction the previous listing's snapshot could not see.
+	ChangedXact int64
 }
 
 // Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.
@@ -118,6 +120,8 @@ type Delivery struct {
 	ContentSha256 []byte
 	// When the service stored the delivery; not exposed by the API.
 	ReceivedAt time.Time
+	// Position in the restaurant's delivery stream (collection_streams, collection 'deliveries'), in receive order: what the delivery changes cursor pages by, whatever occurredAt says.
+	ReceivedSequence int64
 }
 
 // Verified delivery photographs; listed by delivery in image_id order (the primary key). Immutable per image id.
