@@ -27,12 +27,12 @@ func TestUnauthorizedMatrix(t *testing.T) {
 		detail    string
 	}{
 		"missing header":       {"", `Bearer realm="foodsafe"`, "Send the API key"},
-		"basic scheme":         {"Basic dXNlcjpwYXNz", `error="invalid_token"`, "not `Bearer <key>`"},
-		"bearer without key":   {"Bearer ", `error="invalid_token"`, "not `Bearer <key>`"},
-		"garbage":              {"Bearer not-a-key", `error="invalid_token"`, "not `Bearer <key>`"},
-		"wrong prefix":         {"Bearer fsx_" + strings.TrimPrefix(good, "fsk_"), `error="invalid_token"`, "not `Bearer <key>`"},
-		"short public id":      {"Bearer fsk_abc." + secretOf(good), `error="invalid_token"`, "not `Bearer <key>`"},
-		"truncated secret":     {"Bearer " + good[:len(good)-1], `error="invalid_token"`, "not `Bearer <key>`"},
+		"basic scheme":         {"Basic dXNlcjpwYXNz", `error="invalid_token"`, "not one `Bearer <key>`"},
+		"bearer without key":   {"Bearer ", `error="invalid_token"`, "not one `Bearer <key>`"},
+		"garbage":              {"Bearer not-a-key", `error="invalid_token"`, "not one `Bearer <key>`"},
+		"wrong prefix":         {"Bearer fsx_" + strings.TrimPrefix(good, "fsk_"), `error="invalid_token"`, "not one `Bearer <key>`"},
+		"short public id":      {"Bearer fsk_abc." + secretOf(good), `error="invalid_token"`, "not one `Bearer <key>`"},
+		"truncated secret":     {"Bearer " + good[:len(good)-1], `error="invalid_token"`, "not one `Bearer <key>`"},
 		"unknown key":          {"Bearer " + unknown, `error="invalid_token"`, "unknown, revoked, expired"},
 		"wrong secret":         {"Bearer " + k.wrongSecret, `error="invalid_token"`, "unknown, revoked, expired"},
 		"revoked key":          {"Bearer " + k.revoked, `error="invalid_token"`, "unknown, revoked, expired"},

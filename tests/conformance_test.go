@@ -57,14 +57,14 @@ func TestNoBackfill(t *testing.T) {
 
 // receivedAt is never before capturedAt (spec 2.3): a capturedAt more than
 // FOODSAFE_MAX_CLOCK_SKEW ahead is refused; within it, receivedAt is raised
-// to capturedAt.
+// to capturedAt, and later changes of the stream never go below it.
 func TestFutureCaptures(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	now := time.UnixMilli(1_800_000_000_000)
 	a := newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
 	a.addRestaurants("r1")
-	key := a.newKey(grant("r1", "areas:write", "deliveries:write"))
+	key := a.newKey(grant("r1", "areas:write", "equipment:write", "deliveries:write"))
 	ahead := now.Add(5*time.Minute + time.Millisecond).UnixMilli()
 	p := requireProblem(t, a.ingest(key, "r1", "areas", "a1", "m1", snapshot("r1", "a1", "m1", ahead, false, area("x"))),
 		http.StatusBadRequest, "invalid-request")
@@ -82,6 +82,11 @@ func TestFutureCaptures(t *testing.T) {
 	require.Equal(t, e.Data.CapturedAt, e.Data.ReceivedAt, "receivedAt raised to capturedAt")
 	past := now.Add(-time.Hour).UnixMilli()
 	r = a.ingest(key, "r1", "areas", "a2", "m3", snapshot("r1", "a2", "m3", past, false, area("y")))
+	r.JSON(t, &e)
+	require.Equal(t, strconv.FormatInt(within, 10), e.Data.ReceivedAt, "never earlier than the stream's last receivedAt")
+	eq := map[string]any{"index": 1, "type": "fridge", "name": "Fridge 1", "isDeleted": false}
+	r = a.ingest(key, "r1", "equipment", "fridge-1", "m4", snapshot("r1", "fridge-1", "m4", past, false, eq))
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	r.JSON(t, &e)
 	require.Equal(t, strconv.FormatInt(now.UnixMilli(), 10), e.Data.ReceivedAt, "otherwise the server's clock")
 	require.Equal(t, http.StatusOK, a.putJSON(key, "/v1/ingest/restaurants/r1/deliveries/d2", deliveryJSON("d2", within)).Status)

@@ -351,7 +351,9 @@ func TestAssetUploadRace(t *testing.T) {
 }
 
 func testAssetUploadRace(t *testing.T, b backend) {
-	a := newApp(t, b.opts(t)...)
+	// Ten uploads of one key at once: above the default per-key cap, which
+	// TestUploadSlots tests on its own.
+	a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.UploadsPerKey = 10 }))...)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "traceability-labels:write", "traceability-labels:read"))
 	a.put(key, "r1", "traceability-labels", "l1", "m1", map[string]any{"timestamp": "1", "asset": map[string]any{"objectKey": "l1.png", "status": "pending"}})
