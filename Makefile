@@ -17,7 +17,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build image run migrate test test-citus chaos bench bench-http bench-migrate-data compare-walk load fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-http bench-migrate-data compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -117,6 +117,14 @@ fuzz:
 ## prints req/s and p99 of each and checks the metrics against wrk. Needs wrk.
 load: build
 	tests/load/load.sh
+
+## load-hostile: stalled chunked uploads and MCP batches against one serve
+## on loopback, at once, for well under a minute; fails when serve's RSS
+## reaches 300 MB, a health answer takes 50 ms, or the budget or audit
+## trail misses a request (tests/load/hostile.sh; UPLOADS, BATCHES, CALLS).
+load-hostile: build
+	$(GO) build -o bin/load-hostile ./tests/load/hostile
+	UPLOADS=$(UPLOADS) BATCHES=$(BATCHES) CALLS=$(CALLS) tests/load/hostile.sh
 
 ## bench-http: the service under wrk against the same statements under
 ## pgbench -M prepared, in one run, with both ratios (tests/load/bench-http.sh;

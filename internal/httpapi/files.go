@@ -179,9 +179,22 @@ func (a *API) objectKeyParam(c *gin.Context) (string, error) {
 	return v, nil
 }
 
+// closeAfterRefusal makes a failed upload's answer close the connection.
+// Otherwise net/http reads what is left of an unread body (up to 256 KiB)
+// before it writes the answer, so a client refused a slot, or refused for a
+// bad header or a missing record, that trickles or stalls after a few bytes
+// without Expect: 100-continue would get its 429 only when the read
+// deadline ran out, holding its connection all that time.
+func closeAfterRefusal(c *gin.Context, err *error) {
+	if *err != nil {
+		c.Header("Connection", "close")
+	}
+}
+
 // assetPut is the "device finishes sending" step of spec 3:
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset?objectKey=.
-func (a *API) assetPut(c *gin.Context) error {
+func (a *API) assetPut(c *gin.Context) (err error) {
+	defer closeAfterRefusal(c, &err)
 	k := recordKey(restParams{c})
 	if err := fileCollection(k.Collection); err != nil {
 		return err
@@ -233,7 +246,8 @@ func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], e
 
 // deliveryImagePut is the provider's image upload:
 // PUT /v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId.
-func (a *API) deliveryImagePut(c *gin.Context) error {
+func (a *API) deliveryImagePut(c *gin.Context) (err error) {
+	defer closeAfterRefusal(c, &err)
 	k := store.ImageKey{RestaurantID: c.Param("restaurantId"), DeliveryID: c.Param("deliveryId"), ImageID: c.Param("imageId")}
 	if !ids.Valid(k.DeliveryID) {
 		return apperr.ErrNotFound
