@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -514,7 +515,7 @@ func testDeliveryImages(t *testing.T, b backend) {
 	list := "/v1/restaurants/r1/deliveries/d1/images"
 
 	require.Empty(t, a.fileList(readBoth, list))
-	b1, b2 := []byte("crate photo"), []byte("label photo")
+	b1, b2 := photoBytes("image/png", 11), photoBytes("image/jpeg", 12)
 	r := a.upload(provider, imgPath("d1", "img-2"), "image/jpeg", digestHeader(b2), b2)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	require.Equal(t, http.StatusOK, a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b1), b1).Status)
@@ -536,13 +537,104 @@ func testDeliveryImages(t *testing.T, b backend) {
 
 	again := a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b1), b1)
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
-	requireProblem(t, a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(b2), b2), http.StatusConflict, "conflict")
+	other := photoBytes("image/png", 13)
+	requireProblem(t, a.upload(provider, imgPath("d1", "img-1"), "image/png", digestHeader(other), other), http.StatusConflict, "conflict")
 	requireProblem(t, a.upload(provider, imgPath("nope", "img-1"), "image/png", digestHeader(b1), b1), http.StatusNotFound, "not-found")
 	requireProblem(t, a.upload(provider, imgPath("d1", "img-3"), "image/png", digestHeader(b2), b1), http.StatusBadRequest, "invalid-request")
 	requireProblem(t, a.upload(provider, imgPath("d1", "-bad"), "image/png", digestHeader(b1), b1), http.StatusBadRequest, "invalid-request")
 	requireProblem(t, a.getAs(readBoth, "/v1/restaurants/r1/deliveries/nope/images"), http.StatusNotFound, "not-found")
 	requireProblem(t, a.upload(readBoth, imgPath("d1", "img-9"), "image/png", digestHeader(b1), b1), http.StatusForbidden, "forbidden")
 	require.Len(t, a.fileList(readBoth, list), 2)
+}
+
+// photoBytes returns bytes that begin as a photograph of the given media
+// type does, followed by n bytes of filler: what the type check reads is
+// the first bytes, and the rest must still arrive whole.
+func photoBytes(mediaType string, n int) []byte {
+	var head []byte
+	switch mediaType {
+	case "image/jpeg":
+		head = []byte{0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0x00}
+	case "image/png":
+		head = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	case "image/webp":
+		head = []byte("RIFF\x00\x00\x00\x00WEBPVP8 ")
+	case "image/heic":
+		head = []byte("\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic")
+	default:
+		panic("no photograph of type " + mediaType)
+	}
+	return append(head, bytes.Repeat([]byte{0x5a}, n)...)
+}
+
+// Delivery images are photographs (spec 2.2: imageCount is the number of
+// photographs): only photo media types are taken, and the bytes must be
+// what the Content-Type says, on either store. imageCount stays the
+// provider's own figure, whatever has been uploaded so far.
+func TestDeliveryImagesArePhotographs(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testDeliveryImagesArePhotographs)
+}
+
+func testDeliveryImagesArePhotographs(t *testing.T, b backend) {
+	a := newApp(t, b.opts(t)...)
+	a.addRestaurants("r1")
+	provider := a.newKey(grant("r1", "deliveries:write", "delivery-images:write"))
+	reader := a.newKey(grant("r1", "deliveries:read", "delivery-images:read"))
+	require.Equal(t, http.StatusOK, a.putJSON(provider, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 1000)).Status)
+	path := func(id string) string { return "/v1/ingest/restaurants/r1/deliveries/d1/images/" + id }
+
+	html := []byte("<!DOCTYPE html><html><body>not a photo</body></html>")
+	pdf := []byte("%PDF-1.7\n%not a photo")
+	for name, c := range map[string]struct {
+		contentType string
+		body        []byte
+		parameter   string
+	}{
+		"empty png":          {"image/png", nil, "body"},
+		"pdf":                {"application/pdf", pdf, "Content-Type"},
+		"html":               {"text/html", html, "Content-Type"},
+		"gif declared":       {"image/gif", []byte("GIF89a\x01\x00\x01\x00"), "Content-Type"},
+		"html declared png":  {"image/png", html, "body"},
+		"pdf declared jpeg":  {"image/jpeg", pdf, "body"},
+		"png declared jpeg":  {"image/jpeg", photoBytes("image/png", 64), "body"},
+		"jpeg declared heic": {"image/heic", photoBytes("image/jpeg", 64), "body"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := requireProblem(t, a.upload(provider, path("bad"), c.contentType, digestHeader(c.body), c.body),
+				http.StatusBadRequest, "invalid-request")
+			require.Len(t, p.Errors, 1)
+			require.Equal(t, c.parameter, p.Errors[0].Parameter, "%s", p.Detail)
+		})
+	}
+	require.Empty(t, a.fileList(reader, "/v1/restaurants/r1/deliveries/d1/images"), "nothing refused was recorded")
+
+	// Each accepted type, larger than what the check reads, arrives whole;
+	// a declared type with parameters or in other case is the same type.
+	photos := map[string][]byte{}
+	for i, ct := range []string{"image/jpeg", "image/png", "image/webp", "image/heic", "IMAGE/JPEG; q=1"} {
+		mt, _, _ := strings.Cut(strings.ToLower(ct), ";")
+		body := photoBytes(mt, 4096+i)
+		id := fmt.Sprintf("img-%d", i)
+		r := a.upload(provider, path(id), ct, digestHeader(body), body)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", ct, r.Body)
+		photos[id] = body
+	}
+	heif := append([]byte("\x00\x00\x00\x18ftypmif1\x00\x00\x00\x00mif1heic"), make([]byte, 100)...)
+	require.Equal(t, http.StatusOK, a.upload(provider, path("img-heif"), "image/heif", digestHeader(heif), heif).Status)
+	photos["img-heif"] = heif
+	chunked := photoBytes("image/png", 70_000)
+	require.Equal(t, http.StatusOK, a.uploadChunked(provider, path("img-chunked"), "image/png", digestHeader(chunked), chunked).Status)
+	photos["img-chunked"] = chunked
+
+	items := a.fileList(reader, "/v1/restaurants/r1/deliveries/d1/images")
+	require.Len(t, items, len(photos))
+	for _, it := range items {
+		require.Equal(t, photos[it.ID], a.download(it.URL).Body, it.ID)
+	}
+	var d map[string]any
+	a.getAs(reader, "/v1/restaurants/r1/deliveries/d1").JSON(t, &d)
+	require.Equal(t, float64(2), d["imageCount"], "imageCount is the provider's figure, not the list's length")
 }
 
 func mustRequestURI(t testing.TB, raw string) string {

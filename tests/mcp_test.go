@@ -60,7 +60,7 @@ func newMCPFixture(t *testing.T, opts ...appOption) *mcpFixture {
 		for i := 1; i <= 3; i++ {
 			a.seedDelivery(r, fmt.Sprintf("d%d", i), f.deliveryFrom+int64(i)*60_000)
 		}
-		img := a.upload(f.writer, "/v1/ingest/restaurants/"+r+"/deliveries/d1/images/img-1", "image/png", digestHeader(jpeg), jpeg)
+		img := a.upload(f.writer, "/v1/ingest/restaurants/"+r+"/deliveries/d1/images/img-1", "image/jpeg", digestHeader(jpeg), jpeg)
 		require.Equal(t, http.StatusOK, img.Status, "%s", img.Body)
 	}
 	f.keyA = a.newKey(grant(restA, readScopes...))

@@ -360,7 +360,7 @@ func TestMetricsIngest(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, a.putJSON(key, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 1000)).Status)
 	requireProblem(t, a.putJSON(key, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 2000)), http.StatusConflict, "conflict")
-	crate := []byte("crate")
+	crate := photoBytes("image/png", 5)
 	require.Equal(t, http.StatusOK, a.upload(key, "/v1/ingest/restaurants/r1/deliveries/d1/images/i1", "image/png", digestHeader(crate), crate).Status)
 	after := a.scrape()
 

@@ -422,6 +422,7 @@ func testBlobCollection(t *testing.T, b backend) {
 	key := a.newKey(grant("r1", col+":write", col+":read", "deliveries:write", "delivery-images:write"), grant("r2", col+":write", col+":read"))
 	file := func(name string) []byte { return []byte("bytes of " + name + " " + t0.String()) }
 	shared, deleted, renamed, imaged, late, racing := file("shared"), file("deleted"), file("renamed"), file("imaged"), file("late"), file("racing")
+	imaged = append(photoBytes("image/jpeg", 0), imaged...) // also a delivery image: a photograph
 	attach := func(restaurant, id string, body []byte) {
 		t.Helper()
 		a.put(key, restaurant, col, id, id+"-m1", picture(id+".jpg", nil))

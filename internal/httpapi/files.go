@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -81,55 +83,137 @@ func reprDigest(c *gin.Context) ([sha256.Size]byte, error) {
 	return out, nil
 }
 
+// photoTypes are the media types a delivery image may declare, each with
+// the family its first bytes must show: delivery images are photographs
+// (spec 2.2, imageCount "Number of photographs"), as cameras and phones
+// write them. HEIC and HEIF are one container, told apart by brand only.
+var photoTypes = map[string]string{
+	"image/jpeg": "image/jpeg", "image/png": "image/png", "image/webp": "image/webp",
+	"image/heic": "image/heif", "image/heif": "image/heif",
+}
+
+// photoType reads a declared Content-Type as a photo family; ok is false
+// for any type that is not a photograph's.
+func photoType(ct string) (family string, ok bool) {
+	mt, _, _ := mime.ParseMediaType(ct) // lower-cased; ct is already valid
+	family, ok = photoTypes[mt]
+	return family, ok
+}
+
+// heifBrands are the major brands of an ISO BMFF 'ftyp' box that mark a
+// HEIF still image or sequence (ISO/IEC 23008-12), HEIC included.
+var heifBrands = map[string]bool{"heic": true, "heix": true, "heim": true, "heis": true, "hevc": true,
+	"hevx": true, "hevm": true, "hevs": true, "mif1": true, "mif2": true, "msf1": true}
+
+// sniffPhoto names the photo family the first bytes of a file show, or ""
+// when they are not one: http.DetectContentType knows JPEG, PNG and WebP by
+// their signatures; HEIF starts with an 'ftyp' box naming its brand.
+func sniffPhoto(head []byte) string {
+	switch t := http.DetectContentType(head); t {
+	case "image/jpeg", "image/png", "image/webp":
+		return t
+	}
+	if len(head) >= 12 && string(head[4:8]) == "ftyp" && heifBrands[string(head[8:12])] {
+		return "image/heif"
+	}
+	return ""
+}
+
+// checkPhoto refuses bytes that do not begin as the declared photo family
+// does, before anything is stored; head is at most the first 512 bytes.
+func checkPhoto(declared string, head []byte) error {
+	want, _ := photoType(declared)
+	switch got := sniffPhoto(head); {
+	case len(head) == 0:
+		return apperr.Param("body", "is empty: a delivery image is a photograph's bytes")
+	case got == "":
+		return apperr.Param("body", "is not a photograph: the bytes are not JPEG, PNG, WebP or HEIC/HEIF")
+	case got != want:
+		return apperr.Param("body", "is %s, not the declared %s: send the Content-Type of the bytes", got, declared)
+	}
+	return nil
+}
+
 // receiveFile streams the request body into blob storage, hashing it on
 // the way; nothing is kept unless it matches Repr-Digest and the size limit.
 // w and the collection (empty for delivery images) label the upload metrics.
-func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string) (blob.Object, string, error) {
+// photo requires a photograph (delivery images): a photo media type, and
+// first bytes that show it; only those bytes are read ahead, the rest
+// streams as for any file.
+func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, photo bool) (blob.Object, string, error) {
 	ct, err := uploadContentType(c)
 	if err != nil {
 		return blob.Object{}, "", err
+	}
+	if _, ok := photoType(ct); photo && !ok {
+		return blob.Object{}, "", apperr.Param("Content-Type", "must be a photograph's media type: image/jpeg, image/png, image/webp, image/heic or image/heif")
 	}
 	want, err := reprDigest(c)
 	if err != nil {
 		return blob.Object{}, "", err
 	}
-	tooLarge := apperr.New(apperr.PayloadTooLarge, "The file exceeds the limit of %d bytes.", a.cfg.MaxAssetBytes)
 	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
-		return blob.Object{}, "", tooLarge
+		return blob.Object{}, "", a.errTooLarge()
 	}
 	release, err := a.uploadSlot(c)
 	if err != nil {
 		return blob.Object{}, "", err
 	}
 	defer release()
+	// Files may take longer to arrive than a JSON body, but not stall.
+	body := &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
+		end: time.Now().Add(a.cfg.UploadTimeout)}
+	var src io.Reader = body
+	if photo {
+		// Peek at the first 512 bytes (all http.DetectContentType reads)
+		// and stream on from the same reader: the body is never held whole.
+		br := bufio.NewReaderSize(body, 512)
+		head, err := br.Peek(512)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return blob.Object{}, "", a.uploadFailed(c, body, w, collection, err)
+		}
+		if err := checkPhoto(ct, head); err != nil {
+			return blob.Object{}, "", err
+		}
+		src = br
+	}
 	// Claimed before a byte is written: the blob collector leaves claimed
 	// bytes alone for FOODSAFE_BLOB_GRACE, however long the upload or the
 	// commit of its reference takes.
 	if err := a.store.BlobClaim(c.Request.Context(), hex.EncodeToString(want[:]), a.now().UnixMilli()); err != nil {
 		return blob.Object{}, "", err
 	}
-	// Files may take longer to arrive than a JSON body, but not stall.
-	body := &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
-		end: time.Now().Add(a.cfg.UploadTimeout)}
-	obj, err := a.blobs.Put(c.Request.Context(), body, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
-	switch {
-	case err != nil && body.idled:
-		c.Set(ctxServerCut, true)
-		return blob.Object{}, "", a.errUploadStalled()
-	case errors.Is(err, blob.ErrTooLarge):
-		return blob.Object{}, "", tooLarge
-	case errors.Is(err, blob.ErrDigestMismatch):
-		a.metrics.DigestMismatch(w, collection)
-		return blob.Object{}, "", apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
-	case errors.Is(err, blob.ErrUnavailable):
-		return blob.Object{}, "", errStorageUnavailable.WithCause(err)
-	case err != nil && c.Request.Context().Err() == nil:
-		return blob.Object{}, "", apperr.New(apperr.Invalid, "The body could not be read completely; nothing was stored.").WithCause(err)
-	case err != nil:
-		return blob.Object{}, "", err // the client has gone: answered as 499
+	obj, err := a.blobs.Put(c.Request.Context(), src, c.Request.ContentLength, want, a.cfg.MaxAssetBytes)
+	if err != nil {
+		return blob.Object{}, "", a.uploadFailed(c, body, w, collection, err)
 	}
 	a.metrics.UploadVerified(w, collection, obj.Size)
 	return obj, ct, nil
+}
+
+func (a *API) errTooLarge() error {
+	return apperr.New(apperr.PayloadTooLarge, "The file exceeds the limit of %d bytes.", a.cfg.MaxAssetBytes)
+}
+
+// uploadFailed answers an upload whose bytes could not be read or stored;
+// nothing was kept.
+func (a *API) uploadFailed(c *gin.Context, body *idleBody, w metrics.Write, collection string, err error) error {
+	switch {
+	case body.idled:
+		c.Set(ctxServerCut, true)
+		return a.errUploadStalled()
+	case errors.Is(err, blob.ErrTooLarge):
+		return a.errTooLarge()
+	case errors.Is(err, blob.ErrDigestMismatch):
+		a.metrics.DigestMismatch(w, collection)
+		return apperr.Param(HeaderReprDigest, "does not match the SHA-256 of the bytes received; nothing was stored")
+	case errors.Is(err, blob.ErrUnavailable):
+		return errStorageUnavailable.WithCause(err)
+	case c.Request.Context().Err() == nil:
+		return apperr.New(apperr.Invalid, "The body could not be read completely; nothing was stored.").WithCause(err)
+	default:
+		return err // the client has gone: answered as 499
+	}
 }
 
 // withURL signs a download URL, valid urlLifetime, into each item;
@@ -210,7 +294,7 @@ func (a *API) assetPut(c *gin.Context) (err error) {
 	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection)
+	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false)
 	if err != nil {
 		return err
 	}
@@ -258,7 +342,7 @@ func (a *API) deliveryImagePut(c *gin.Context) (err error) {
 	if _, err := a.store.DeliveryGet(c.Request.Context(), k.RestaurantID, k.DeliveryID); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "")
+	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true)
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,10 @@ func (a *API) routes() []route {
 			Need: scopes(catalog.DeliveryImagesWrite), Handler: a.ingest(metrics.WriteDeliveryImage, a.deliveryImagePut), Doc: openapi.Op{
 				ID: "putDeliveryImage", Tag: "Ingest", Summary: "Upload a delivery photograph",
 				Description: "The body is the file; Repr-Digest carries its SHA-256 and nothing is stored unless it matches. " +
-					"The same bytes again replay; other bytes for an existing image id are 409.",
+					"A photograph only: Content-Type image/jpeg, image/png, image/webp, image/heic or image/heif, and bytes that begin as " +
+					"that type does; another type, an empty body or bytes of another type are 400. " +
+					"The same bytes again replay; other bytes for an existing image id are 409. " +
+					"The delivery's imageCount is not checked against its images: it is the provider's own figure.",
 				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("FileResult"), Errors: deliveryWrites}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,

@@ -86,7 +86,7 @@ type Delivery struct {
 	NonComplianceReasons []string            `json:"nonComplianceReasons" jsonschema:"Free-text reasons the delivery was not compliant."`
 	CorrectiveActions    []string            `json:"correctiveActions" jsonschema:"Free-text actions taken."`
 	Commentary           *string             `json:"commentary" jsonschema:"Note, or null."`
-	ImageCount           int64               `json:"imageCount" jsonschema:"Number of photographs taken during the check."`
+	ImageCount           int64               `json:"imageCount" jsonschema:"Number of photographs taken during the check, as the provider counted them; not checked against the delivery's images, which may be fewer (not all uploaded yet) or more."`
 }
 
 // Page is a list page with its continuation.
