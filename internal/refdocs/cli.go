@@ -2,6 +2,7 @@ package refdocs
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -52,4 +53,35 @@ func CLI(root *cobra.Command) ([]byte, error) {
 // "foodsafe-keys-create".
 func section(path string) string {
 	return "#" + strings.ReplaceAll(path, " ", "-")
+}
+
+// Command is a binary's hidden `docs gen DIR` (make docs): it writes into
+// DIR the pages pages returns (nil for none) and the command-line page of
+// the binary's own tree. It is built in each binary because the tree it
+// documents is built there; cobra's generator leaves hidden commands out.
+// args checks the argument the way the binary checks all of its own.
+func Command(short string, args cobra.PositionalArgs, pages func(context.Context) (map[string][]byte, error)) *cobra.Command {
+	docs := &cobra.Command{Use: "docs", Short: "Reference documentation", Hidden: true}
+	docs.AddCommand(&cobra.Command{
+		Use:   "gen DIR",
+		Short: short,
+		Args:  args,
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			out := map[string][]byte{}
+			if pages != nil {
+				var err error
+				if out, err = pages(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			root := cmd.Root()
+			page, err := CLI(root)
+			if err != nil {
+				return err
+			}
+			out[CLIPage(root.Name())] = page
+			return Write(argv[0], out)
+		},
+	})
+	return docs
 }
