@@ -322,6 +322,8 @@ func TestSyncClientRules(t *testing.T) {
 			{"unknown target", s.readKey, "give sqlite:PATH or a postgres:// URL", []string{"--api", s.p.URL, "--to", "mysql://x"}},
 			{"bad api", s.readKey, "give the service's base URL", []string{"--api", "ftp://x", "--to", target}},
 			{"once and every", s.readKey, "--once and --every exclude each other", []string{"--api", s.p.URL, "--to", target, "--once", "--every", "1m"}},
+			{"negative deadline", s.readKey, "--deadline and --max-failures must not be negative", []string{"--api", s.p.URL, "--to", target, "--deadline", "-1s"}},
+			{"negative failure limit", s.readKey, "--deadline and --max-failures must not be negative", []string{"--api", s.p.URL, "--to", target, "--max-failures", "-1"}},
 			{"bad tombstones", s.readKey, "--tombstones must be mark or delete", []string{"--api", s.p.URL, "--to", target, "--tombstones", "purge"}},
 			{"bad since", s.readKey, "--deliveries-since", []string{"--api", s.p.URL, "--to", target, "--deliveries-since", "yesterday"}},
 			{"unknown flag", s.readKey, "unknown flag", []string{"--api", s.p.URL, "--to", target, "--fast"}},

@@ -68,7 +68,8 @@ type syncFlags struct {
 	api, to, filesDir, since, tombstones string
 	restaurants, collections             []string
 	files, once, json                    bool
-	every, overlap                       time.Duration
+	every, overlap, deadline             time.Duration
+	maxFailures                          int
 	refusedKey                           string
 }
 
@@ -105,6 +106,8 @@ stopped. See README, "Mirroring with foodsafe-sync".`,
 	fl.StringVar(&f.filesDir, "files-dir", "foodsafe-files", "directory of downloaded files, content-addressed (sha256/ab/abcd...)")
 	fl.BoolVar(&f.once, "once", false, "sync once and exit (the default)")
 	fl.DurationVar(&f.every, "every", 0, "sync again this long after each run ends, until interrupted (e.g. 5m)")
+	fl.DurationVar(&f.deadline, "deadline", 5*time.Minute, "stop a run (each run of --every) still going after this long: exit 1, or with --every try again at the next interval; the pages applied stay (0: no deadline)")
+	fl.IntVar(&f.maxFailures, "max-failures", 3, "stop a run, as --deadline does, once this many requests in a row have failed after their own retries (0: no limit)")
 	fl.DurationVar(&f.overlap, "overlap", time.Hour, "ignored: deliveries follow the server's receive-order changes cursor, which misses no late upload (kept so existing command lines run)")
 	fl.StringVar(&f.since, "deliveries-since", "1970-01-01", "deliveries: those that occurred before it are not mirrored (YYYY-MM-DD or epoch milliseconds)")
 	fl.StringVar(&f.tombstones, "tombstones", "mark", "what a deleted record does to its row: mark (keep the row and its last data, deleted = true) or delete")
@@ -129,8 +132,8 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	if f.once && f.every > 0 {
 		return usagef("--once and --every exclude each other")
 	}
-	if f.every < 0 || f.overlap < 0 {
-		return usagef("--every and --overlap must not be negative")
+	if f.every < 0 || f.overlap < 0 || f.deadline < 0 || f.maxFailures < 0 {
+		return usagef("--every, --overlap, --deadline and --max-failures must not be negative")
 	}
 	key := strings.TrimSpace(getenv(keyEnv))
 	if key == "" {
@@ -186,6 +189,7 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	s := mirror.NewSyncer(client, target, mirror.Options{
 		Restaurants: f.restaurants, Collections: f.collections, Files: f.files, FilesDir: f.filesDir,
 		Tombstones: mode, Overlap: f.overlap, DeliveriesSince: since,
+		Deadline: f.deadline, MaxFailures: f.maxFailures,
 	}, log, prog)
 	for {
 		_, err := s.Run(ctx)

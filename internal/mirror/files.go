@@ -104,7 +104,7 @@ func (s *Syncer) syncFiles(ctx context.Context, p plan) (n, bytes int64, err err
 func (s *Syncer) fetchListed(ctx context.Context, restaurant, source, parent, path string, want int64) (n, bytes int64, err error) {
 	for attempt := 1; ; attempt++ {
 		var list fileList
-		if err := s.c.Get(ctx, path, nil, &list); err != nil {
+		if err := s.get(ctx, path, nil, &list); err != nil {
 			return n, bytes, err
 		}
 		expired := false
@@ -161,11 +161,21 @@ func (s *Syncer) fetchOne(ctx context.Context, it fileItem) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return 0, err
 	}
-	var written int64
+	written, err := s.download(ctx, it, dst)
+	s.tally(ctx, err)
+	if err != nil {
+		return 0, err
+	}
+	s.c.count(func(st *Stats) { st.Downloads++ })
+	return written, s.t.putFile(ctx, it, rel)
+}
+
+// download fetches a file into dst, trying up to three times.
+func (s *Syncer) download(ctx context.Context, it fileItem, dst string) (int64, error) {
 	for attempt := 1; ; attempt++ {
-		written, err = download(ctx, it, dst)
+		written, err := download(ctx, it, dst)
 		if err == nil {
-			break
+			return written, nil
 		}
 		var se statusError
 		switch {
@@ -180,8 +190,6 @@ func (s *Syncer) fetchOne(ctx context.Context, it fileItem) (int64, error) {
 			return 0, err
 		}
 	}
-	s.c.count(func(st *Stats) { st.Downloads++ })
-	return written, s.t.putFile(ctx, it, rel)
 }
 
 type statusError struct{ status int }

@@ -41,7 +41,15 @@ type Options struct {
 	// DeliveriesSince: deliveries that occurred before it (epoch ms) are
 	// not mirrored.
 	DeliveriesSince int64
-	Now             func() time.Time
+	// Deadline bounds each run (0: none). A run that meets it stops where
+	// it is, keeping every page applied, and fails: the next run resumes.
+	Deadline time.Duration
+	// MaxFailures ends a run once that many requests in a row have failed
+	// after their own retries (0: no limit). A server that stays down,
+	// or fails everything, then costs a few requests' retries instead of
+	// every remaining stream's and file's.
+	MaxFailures int
+	Now         func() time.Time
 }
 
 // Syncer mirrors what a key reads into a target.
@@ -52,6 +60,10 @@ type Syncer struct {
 	log    *slog.Logger
 	prog   Progress
 	before Stats // the client's counters when the run began
+	// inARow counts the run's requests that failed in a row; stop ends
+	// the run with a *StopError.
+	inARow int
+	stop   context.CancelCauseFunc
 }
 
 // NewSyncer builds a syncer.
@@ -92,6 +104,65 @@ func IsFatal(err error) bool {
 	return errors.As(err, &fe)
 }
 
+// StopError is why a run ended before its end of its own accord: its
+// deadline passed, or too many requests failed in a row. Everything
+// applied before stays; the next run resumes after it. It is not fatal:
+// --every tries again at its next interval.
+type StopError struct {
+	Deadline time.Duration // the deadline that passed (0: not the reason)
+	Failures int           // the requests that failed in a row (0: not the reason)
+	Last     error         // the last of them
+}
+
+func (e *StopError) Error() string {
+	if e.Deadline > 0 {
+		return fmt.Sprintf("run stopped: its deadline of %s passed (--deadline); the next run resumes after the last applied page", e.Deadline)
+	}
+	return fmt.Sprintf("run stopped: %d requests in a row failed after their retries (--max-failures); the next run resumes after the last applied page; the last: %v", e.Failures, e.Last)
+}
+
+// stopped is the *StopError that ended the run of ctx, if one did.
+func stopped(ctx context.Context) *StopError {
+	var se *StopError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &se) {
+		return se
+	}
+	return nil
+}
+
+// isCanceled reports whether err is only the end of its context.
+func isCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// get is Client.Get counted against the run's failures in a row.
+func (s *Syncer) get(ctx context.Context, path string, q url.Values, out any) error {
+	err := s.c.Get(ctx, path, q, out)
+	s.tally(ctx, err)
+	return err
+}
+
+// tally counts a request's outcome once its retries are over: an answer
+// the server gave (a success or a 4xx) clears the count, a failure (no
+// answer, a 5xx, an answer that is not what the API documents) adds to
+// it, and MaxFailures in a row stop the run.
+func (s *Syncer) tally(ctx context.Context, err error) {
+	var ae *APIError
+	var se statusError
+	switch {
+	case ctx.Err() != nil:
+		return // stopped or interrupted: not the request's failure
+	case err == nil, errors.Is(err, errURLExpired),
+		errors.As(err, &ae) && ae.Status < 500, errors.As(err, &se) && se.status < 500:
+		s.inARow = 0
+		return
+	}
+	s.inARow++
+	if s.o.MaxFailures > 0 && s.inARow >= s.o.MaxFailures && s.stop != nil {
+		s.stop(&StopError{Failures: s.inARow, Last: err})
+	}
+}
+
 // collectionName is what a collection name must look like to become a
 // table name (the server's 24 all do).
 var collectionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
@@ -125,8 +196,28 @@ type plan struct {
 // previous run left unfinished or failed; a refresh in which nothing
 // changed costs two requests however many restaurants the key reads. A
 // failing stream is recorded in sync_state and the run goes on with the
-// others; the returned error joins the failures.
-func (s *Syncer) Run(ctx context.Context) (Summary, error) {
+// others; the returned error joins the failures. A run that meets its
+// Deadline or MaxFailures stops there with a *StopError first among them.
+func (s *Syncer) Run(parent context.Context) (Summary, error) {
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	if s.o.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.o.Deadline, &StopError{Deadline: s.o.Deadline})
+		defer cancel()
+	}
+	s.inARow, s.stop = 0, stop
+	sum, err := s.run(ctx)
+	if se := stopped(ctx); se != nil && parent.Err() == nil {
+		if isCanceled(err) {
+			err = nil // the stop says it
+		}
+		return sum, errors.Join(se, err)
+	}
+	return sum, err
+}
+
+func (s *Syncer) run(ctx context.Context) (Summary, error) {
 	start := time.Now()
 	var sum Summary
 	s.before = s.c.Stats() // the client counts across runs (--every)
@@ -174,16 +265,24 @@ func (s *Syncer) Run(ctx context.Context) (Summary, error) {
 	s.prog.Plan(total)
 	var failures []error
 	fail := func(restaurant, stream string, err error) error {
-		if ctx.Err() != nil {
+		stop := stopped(ctx)
+		if ctx.Err() != nil && stop == nil {
 			return err // interrupted: the stream did not fail, it stopped
 		}
 		sum.Failed++
-		failures = append(failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
+		if stop != nil && isCanceled(err) {
+			err = stop // cut by the run's deadline: the stop says it
+		} else {
+			failures = append(failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
+		}
 		s.log.Error("stream failed", "restaurant", restaurant, "stream", stream, "error", err.Error())
 		if serr := s.t.SetError(context.WithoutCancel(ctx), restaurant, stream, err.Error()); serr != nil {
 			s.log.Error("recording the failure", "error", serr.Error())
 		}
 		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Done: true, Failed: true})
+		if stop != nil {
+			return stop
+		}
 		if IsFatal(err) {
 			return err
 		}
@@ -305,7 +404,7 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]string, string,
 			q.Set("cursor", cursor)
 		}
 		var page changesPage
-		err := s.c.Get(ctx, "/v1/changes", q, &page)
+		err := s.get(ctx, "/v1/changes", q, &page)
 		switch {
 		case err == nil:
 		case cursor != "" && IsStatus(err, 400) && !force:
@@ -340,7 +439,7 @@ func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 	var page struct {
 		Data []grant `json:"data"`
 	}
-	if err := s.c.Get(ctx, "/v1/restaurants", nil, &page); err != nil {
+	if err := s.get(ctx, "/v1/restaurants", nil, &page); err != nil {
 		return nil, err
 	}
 	reach := map[string]grant{}
@@ -498,7 +597,7 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 			q.Set("cursor", cursor)
 		}
 		var page walkPage
-		err := s.c.Get(ctx, path, q, &page)
+		err := s.get(ctx, path, q, &page)
 		switch {
 		case err == nil:
 		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
@@ -636,7 +735,7 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 			q.Set("cursor", cursor)
 		}
 		var page deliveryPage
-		err := s.c.Get(ctx, path, q, &page)
+		err := s.get(ctx, path, q, &page)
 		switch {
 		case err == nil:
 		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
