@@ -31,8 +31,8 @@ IMAGE        ?= foodsafe:$(VERSION)
 IMAGE_DIR    := .artifacts/image
 image:
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/bin $(IMAGE_DIR)/etc/ssl/certs $(IMAGE_DIR)/data/blobs
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe ./cmd/foodsafe
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe-sync ./cmd/foodsafe-sync
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe ./cmd/foodsafe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/bin/foodsafe-sync ./cmd/foodsafe-sync
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/etc/ssl/certs/
 	cp -rL /usr/share/zoneinfo $(IMAGE_DIR)/zoneinfo
 	printf 'root:x:0:0:root:/:/sbin/nologin\nfoodsafe:x:65532:65532:foodsafe:/data:/sbin/nologin\n' > $(IMAGE_DIR)/etc/passwd
