@@ -27,7 +27,9 @@ func FuzzSignedCursors(f *testing.F) {
 	client := a.srv.Client()
 	for _, s := range []string{`{"o":1,"i":"d1"}`, `{"o":1,"i":"a\u0000b"}`, `{"o":-1,"i":"d1"}`, `{"o":"x","i":7}`,
 		`{"o":9223372036854775807,"i":"` + string(make([]byte, 300)) + `"}`, `{"i":"\ud800"}`, `null`, `[]`, `{}`,
-		`{"p":-5,"a":3}`, `{"p":1,"a":-1,"u":-1}`, `{"s":-1}`, `{"s":9223372036854775807}`, `{"p":1e300}`} {
+		`{"p":-5,"a":3}`, `{"p":1,"a":-1,"u":-1}`, `{"s":-1}`, `{"s":9223372036854775807}`, `{"p":1e300}`, `{"a":-1}`,
+		`{"a":9223372036854775807}`, `{"s":{"n":5,"x":3},"f":""}`, `{"s":{"n":1,"x":9,"i":[0]}}`,
+		`{"s":{},"h":{"x":9223372036854775807},"r":"r1","t":"areas","f":""}`, `{"s":{},"r":"r1","t":"nope"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, pos string) {
@@ -36,15 +38,18 @@ func FuzzSignedCursors(f *testing.F) {
 			raw, _ = json.Marshal(pos) // still a position, as a JSON string
 		}
 		kinds := []struct {
-			kind, path string
-			bind       []string
+			kind cursor.Kind
+			path string
+			bind []string
 		}{
-			{"deliveries", "/v1/restaurants/r1/deliveries?from=0&to=1000&cursor=", []string{"r1", "0", "1000"}},
-			{"records", "/v1/restaurants/r1/collections/areas/records?limit=5&cursor=", []string{"r1", "areas", "5"}},
-			{"changes", "/v1/restaurants/r1/collections/areas/records?limit=5&cursor=", []string{"r1", "areas"}},
+			{cursor.KindDeliveries, "/v1/restaurants/r1/deliveries?from=0&to=1000&cursor=", []string{"r1", "0", "1000"}},
+			{cursor.KindRecords, "/v1/restaurants/r1/collections/areas/records?limit=5&cursor=", []string{"r1", "areas", "5"}},
+			{cursor.KindChanges, "/v1/restaurants/r1/collections/areas/records?limit=5&cursor=", []string{"r1", "areas"}},
+			{cursor.KindDeliveryChanges, "/v1/restaurants/r1/delivery-changes?limit=5&cursor=", []string{"r1"}},
+			{cursor.KindStreamChanges, "/v1/changes?limit=5&cursor=", nil},
 		}
 		for _, k := range kinds {
-			token, err := codec.Seal(k.kind, k.bind, raw, time.Hour)
+			token, err := codec.Seal(string(k.kind), k.bind, raw, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}

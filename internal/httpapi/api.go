@@ -24,7 +24,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
-	"github.com/foodsafe/foodsafe/internal/walk"
 )
 
 // Deps are the collaborators of the HTTP layer.
@@ -51,13 +50,11 @@ type API struct {
 	audit   *audit.Writer
 	limiter *ratelimit.Limiter
 	schemas *validate.Set
-	cursors *cursor.Codec
+	// cursors issues and reads the cursors of every list.
+	cursors *cursor.Issuer
 	blobs   blob.Store
 	// files serves /v1/files when the store is the filesystem; nil otherwise.
-	files *blob.FS
-	// walker pages collection walks (shared with any other face of the
-	// service that walks records).
-	walker  *walk.Walker
+	files   *blob.FS
 	metrics *metrics.Metrics
 	now     func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
@@ -77,8 +74,8 @@ type API struct {
 // stops the start-up.
 func New(d Deps) (*gin.Engine, error) {
 	a := &API{cfg: d.Config, store: d.Store, log: d.Log, audit: d.Audit, limiter: d.Limiter,
-		schemas: d.Schemas, cursors: d.Cursors, blobs: d.Blobs, metrics: d.Metrics, now: d.Now,
-		walker: walk.New(d.Store, d.Cursors, d.Config.CursorTTL, d.Metrics)}
+		schemas: d.Schemas, cursors: cursor.NewIssuer(d.Cursors, d.Config.CursorTTL, d.Metrics), blobs: d.Blobs,
+		metrics: d.Metrics, now: d.Now}
 	a.files, _ = d.Blobs.(*blob.FS)
 	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax)
 	if a.now == nil {

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -39,30 +39,27 @@ func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Del
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
-	// Bound to the range only (spec 4.3): the keyset position does not
-	// depend on the page size, so a walk may change limit between pages.
-	bind := []string{restaurant, strconv.FormatInt(from, 10), strconv.FormatInt(to, 10)}
-	var pos store.DeliveryPos
-	hasCursor, err := a.cursorParam(r.params, cursorDeliveries, bind, &pos)
+	list := cursor.Deliveries{Restaurant: restaurant, From: from, To: to}
+	raw, hasCursor, err := r.params.query("cursor")
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
-	var after *store.DeliveryPos
-	if hasCursor {
-		after = &pos
+	after, err := a.cursors.OpenDeliveries(list, raw, hasCursor)
+	if err != nil {
+		return wire.Page[wire.Delivery]{}, err
 	}
 	page, more, err := a.store.DeliveryList(ctx, restaurant, from, to, limit, after)
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
-	var next any
+	out := wire.Page[wire.Delivery]{Data: page}
 	if more {
 		last := page[len(page)-1]
-		next = store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}
-	}
-	out, err := sealPage(a, cursorDeliveries, bind, page, next, 0)
-	if err != nil {
-		return out, err
+		next, err := a.cursors.SealDeliveries(list, store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID})
+		if err != nil {
+			return wire.Page[wire.Delivery]{}, err
+		}
+		out.NextCursor = &next
 	}
 	a.metrics.WalkPage(metrics.WalkDeliveries, !hasCursor, len(page))
 	return out, nil

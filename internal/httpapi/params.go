@@ -12,8 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/cursor"
-	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -75,52 +73,6 @@ func parseLimit(v string) (int, error) {
 	}
 	return n, nil
 }
-
-// cursorParam reads `cursor` into pos when present. Walks read theirs in
-// walk.Walker, which accepts two kinds of cursor.
-func (a *API) cursorParam(ps params, kind string, bind []string, pos any) (bool, error) {
-	v, ok, err := ps.query("cursor")
-	if err != nil || !ok {
-		return false, err
-	}
-	return true, a.openCursor(v, kind, bind, pos)
-}
-
-// openCursor opens a cursor of kind bound to bind into pos, mapping cursor
-// failures to 400s that tell the client what to do.
-func (a *API) openCursor(v, kind string, bind []string, pos any) error {
-	err := a.cursors.Open(v, kind, bind, pos)
-	switch walk := cursorWalks[kind]; {
-	case err == nil:
-		return nil
-	case errors.Is(err, cursor.ErrMismatch):
-		a.metrics.CursorRefused(walk, metrics.CursorMismatch)
-		return apperr.Param("cursor", "was issued for other parameters; keep the %s identical for a whole walk, or start a new walk without a cursor", cursorBindingWords[kind])
-	case errors.Is(err, cursor.ErrExpired):
-		a.metrics.CursorRefused(walk, metrics.CursorExpired)
-		return apperr.Param("cursor", "has expired; start a new walk without a cursor")
-	default:
-		a.metrics.CursorRefused(walk, metrics.CursorMalformed)
-		return errMalformedCursor
-	}
-}
-
-// errMalformedCursor refuses a cursor this service did not issue.
-var errMalformedCursor = apperr.Param("cursor", "is not a cursor issued by this service (garbage, truncated or altered); pass nextCursor unchanged, or start a new walk without a cursor")
-
-var cursorBindingWords = map[string]string{
-	cursorDeliveries: "restaurant, from and to",
-}
-
-// cursorWalks labels the walk metrics of each cursor kind read here.
-var cursorWalks = map[string]metrics.Walk{
-	cursorDeliveries: metrics.WalkDeliveries,
-}
-
-// Cursor kinds keep a delivery cursor from opening a walk and vice versa
-// (walk cursors, walk.KindRecords and walk.KindChanges, are read by
-// walk.Walker).
-const cursorDeliveries = "deliveries"
 
 // readJSON reads a JSON request body: Content-Type application/json
 // (charset utf-8 tolerated), at most the configured size.

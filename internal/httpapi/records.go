@@ -3,16 +3,18 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"sort"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
-	"github.com/foodsafe/foodsafe/internal/walk"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -52,21 +54,45 @@ func (a *API) collectionsList(_ context.Context, r request) (List[wire.Collectio
 }
 
 // recordsWalk is GET .../collections/:collection/records (tool
-// walk_records): one page of a walk, full or changes, as walk.Walker
-// decides from the cursor.
+// walk_records): one page of a walk. Without a cursor it starts a full
+// walk; a nextCursor continues its walk; a changesCursor starts a changes
+// walk (what changed since the walk that issued it). The page carries
+// nextCursor until the walk's last page, which carries the changesCursor of
+// the next changes walk instead.
 func (a *API) recordsWalk(ctx context.Context, r request) (wire.WalkPage, error) {
 	limit, err := limitParam(r)
 	if err != nil {
 		return wire.WalkPage{}, err
 	}
-	cur, hasCursor, err := r.params.query("cursor")
+	raw, hasCursor, err := r.params.query("cursor")
 	if err != nil {
 		return wire.WalkPage{}, err
 	}
-	if hasCursor && cur == "" {
-		return wire.WalkPage{}, walk.MalformedCursor()
+	w := cursor.Walk{Restaurant: r.params.path("restaurantId"), Collection: r.params.path("collection"), Limit: limit}
+	from, err := a.cursors.OpenWalk(w, raw, hasCursor)
+	if err != nil {
+		return wire.WalkPage{}, err
 	}
-	return a.walker.Page(ctx, r.params.path("restaurantId"), r.params.path("collection"), limit, cur)
+	var page store.WalkPage
+	// Metrics count a changes walk's first page as a changes page; its
+	// later pages continue with ordinary walk cursors.
+	walk := metrics.WalkRecords
+	if from.Changes {
+		walk = metrics.WalkChanges
+		page, err = a.store.RecordChanges(ctx, w.Restaurant, w.Collection, limit, from.Since)
+		if errors.Is(err, store.ErrAheadOfStream) {
+			return wire.WalkPage{}, a.cursors.Ahead(cursor.KindChanges)
+		}
+	} else {
+		page, err = a.store.RecordWalk(ctx, w.Restaurant, w.Collection, limit, from.After)
+	}
+	if err != nil {
+		return wire.WalkPage{}, err
+	}
+	a.metrics.WalkPage(walk, !hasCursor || from.Changes, len(page.Records))
+	out := wire.WalkPage{Data: page.Records}
+	out.NextCursor, out.ChangesCursor, err = a.cursors.SealWalk(w, from, page.Next, page.Pinned)
+	return out, err
 }
 
 // recordKey is the record a request names.

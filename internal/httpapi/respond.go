@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -97,20 +96,6 @@ func respondIngested(c *gin.Context, env wire.Envelope, how store.Ingested) erro
 		c.Header(HeaderReplayedState, "compacted")
 	}
 	return respondWritten(c, env, how != store.Applied)
-}
-
-// sealPage is one page of a list, sealing next (nil on the last page)
-// into the cursor of the following page; ttl 0 never expires.
-func sealPage[T any](a *API, kind string, bind []string, items []T, next any, ttl time.Duration) (wire.Page[T], error) {
-	out := wire.Page[T]{Data: items}
-	if next != nil {
-		cur, err := a.cursors.Seal(kind, bind, next, ttl)
-		if err != nil {
-			return wire.Page[T]{}, err
-		}
-		out.NextCursor = &cur
-	}
-	return out, nil
 }
 
 // pathEcho checks that a body member, when present as a string, repeats
