@@ -1,8 +1,17 @@
-// Package cursor makes the opaque pagination cursors of the delivery list
-// and the collection walks: a position plus the request parameters it is
-// bound to, HMAC-SHA256-signed with a server key and base64url-encoded.
-// Clients cannot forge, edit or reuse a cursor with other parameters, and
-// servers sharing the key accept each other's cursors.
+// Package cursor owns every pagination cursor of the service: collection
+// walks and their changesCursors, the delivery list, deliveries in receive
+// order, and the key-wide listing of changed streams. A cursor is a
+// position plus the request parameters it is bound to, HMAC-SHA256-signed
+// with a server key and base64url-encoded (Codec). Clients cannot forge,
+// edit or reuse a cursor with other parameters, and servers sharing the
+// key accept each other's cursors. Issuer knows each kind: what it carries
+// and is bound to, how long it lasts, which positions are valid, and the
+// one 400 that refuses it, so every face of the service (REST routes, MCP
+// tools) pages the same way and a cursor issued by one works in another.
+//
+// Clients keep changes cursors for months: the sealed layout (the
+// envelope, each kind's name and each position's JSON) never changes
+// (golden_test.go).
 package cursor
 
 import (

@@ -342,7 +342,7 @@ const (
 // CursorRefusal says why a cursor was refused (all are 400s).
 type CursorRefusal string
 
-// The cursor refusal reasons, as cursor.Open reports them.
+// The cursor refusal reasons (cursor.Issuer counts them).
 const (
 	CursorMalformed CursorRefusal = "malformed"
 	CursorMismatch  CursorRefusal = "mismatch"
