@@ -26,7 +26,7 @@ build:
 ## image: a minimal OCI image IMAGE (default foodsafe:VERSION) holding
 ## static builds of foodsafe (the entrypoint) and foodsafe-sync, CA
 ## certificates and time-zone data from this host, run as user 65532
-## (deploy/image/Dockerfile; README, "Container image"). Needs docker.
+## (deploy/image/Dockerfile; docs/operators.md, "Container image"). Needs docker.
 IMAGE        ?= foodsafe:$(VERSION)
 IMAGE_DIR    := .artifacts/image
 image:
@@ -77,7 +77,7 @@ migrate: build
 	$(BIN) migrate --create-database
 
 ## test: every test, against a real PostgreSQL, Redis and S3 server (see
-## README, "Tests"); the first run also builds the S3 server (versitygw)
+## docs/contributors.md, "Tests"); the first run also builds the S3 server (versitygw)
 ## into the user's cache directory, which takes a few minutes.
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -85,7 +85,7 @@ test:
 ## test-citus: the integration suite against a Citus cluster: every test
 ## database is created on the coordinator CITUS_DATABASE_URL and on the
 ## workers CITUS_WORKERS (host:port,...), which are added to it, and
-## migrated (README, "Scaling out"). Not part of `make test` or CI.
+## migrated (docs/contributors.md, "Citus"). Not part of `make test` or CI.
 test-citus:
 	@test -n "$$CITUS_DATABASE_URL" -a -n "$$CITUS_WORKERS" || { echo "set CITUS_DATABASE_URL (coordinator admin URL) and CITUS_WORKERS (host:port,...)"; exit 2; }
 	$(GO) test -count=1 -timeout 40m ./tests

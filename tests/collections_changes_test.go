@@ -252,7 +252,7 @@ func TestChangesCursorOutlivesRestartsAndCursorTTL(t *testing.T) {
 }
 
 // syncClient is a partner's copy of one collection, kept by the recipe
-// of README "Keeping a copy in sync".
+// of docs/partners-sync.md, "Changes walks".
 type syncClient struct {
 	records map[string]envelopeDoc
 	since   string

@@ -62,7 +62,7 @@ var hotPathIndexes = map[string][]string{
 // through the restaurants reference table, and the stream lock. Workers
 // plan with their own settings and statistics, and on this test's tiny
 // reference tables and shards their cost model rightly picks sequential
-// scans; README ("Scaling out") says to give the service's role the
+// scans; docs/operators.md ("Scaling out with Citus") says to give the service's role the
 // planner settings on every node. They are checked on plain PostgreSQL
 // only; the request paths' statements are checked on Citus too.
 var workerPlanned = map[string]bool{"BlobImageReferenced": true, "BlobAssetReferences": true,
@@ -131,7 +131,7 @@ func TestHotPathPlans(t *testing.T) {
 						if generic && os.Getenv("CITUS_DATABASE_URL") != "" {
 							// Citus cannot distribute some generic plans ("could
 							// not create distributed plan"); it plans custom ones
-							// under the default plan_cache_mode (README, "Scaling out").
+							// under the default plan_cache_mode (docs/dbas.md, "Citus").
 							continue
 						}
 						plan := explain(t, dbURL, q, generic)

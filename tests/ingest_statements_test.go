@@ -130,8 +130,8 @@ func TestIngestStatementsAgree(t *testing.T) {
 // on plain PostgreSQL, at store level on one stream: what plain PostgreSQL
 // runs (StreamNextSequence and the single statement as one pipeline, one
 // implicit transaction), and what Citus needs (StreamNextSequence, then the
-// three single-shard statements as one pipeline, in a transaction). README
-// ("Scaling out") quotes it.
+// three single-shard statements as one pipeline, in a transaction). docs/dbas.md
+// ("Citus") and docs/performance.md quote it.
 func BenchmarkIngestStatements(b *testing.B) {
 	for _, path := range []string{"single-statement", "pipelined"} {
 		b.Run(path, func(b *testing.B) {

@@ -18,7 +18,7 @@ import (
 // else hides the difference), with metrics on and off, for a health probe
 // (no database) and an authenticated single-record read (key lookup,
 // record, audit event). The difference between on and off is the absolute
-// cost per request; README compares it with the CPU a request costs under
+// cost per request; docs/performance.md compares it with the CPU a request costs under
 // `make load`.
 func BenchmarkMetricsOverhead(b *testing.B) {
 	url := testdb.URL(b)

@@ -27,7 +27,7 @@ const scaleRestaurants = 200
 // (a delivery that occurred three days ago and was uploaded after the
 // previous refresh among them), at most 3 plus the pages of those
 // streams, and the mirror equals the server. It logs the database time of
-// the listing each refresh asks for (README, "What changed, key-wide").
+// the listing each refresh asks for (docs/partners-sync.md, "What changed, key-wide").
 func TestSyncCostFollowsChange(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)

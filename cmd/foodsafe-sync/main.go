@@ -84,7 +84,7 @@ The key is read from FOODSAFE_API_KEY (never from a flag: flags end up in
 shell history and process lists). TARGET is sqlite:PATH or a postgres:// URL;
 the schema is created on first run. Each page is applied in one transaction
 with the cursor that follows it, so an interrupted run resumes where it
-stopped. See README, "Mirroring with foodsafe-sync".`,
+stopped. See docs/partners-sync.md, "Mirroring with foodsafe-sync".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {

@@ -67,7 +67,7 @@ func listenError(variable, what string, err error) error {
 // live heap is small (tens of MiB) and its garbage per request large (a
 // walk page is ~125 KB), so Go's default of 100 collects very often: at
 // 400 the walk page's throughput rose 15% under make bench-http (3,342 ->
-// 3,868 req/s) for a larger peak RSS (README, "Performance"). GOGC, when
+// 3,868 req/s) for a larger peak RSS (docs/performance.md). GOGC, when
 // set, is the operator's choice and wins.
 const serveGCPercent = config.ServeGCPercent
 

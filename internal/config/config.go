@@ -54,7 +54,7 @@ type Config struct {
 	// unauthenticated requests), per minute.
 	RateLimit int `env:"FOODSAFE_RATE_LIMIT" envDefault:"300" desc:"Requests per minute per key, and per client IP for unauthenticated or failed-auth requests."`
 	// KeyCache keeps authenticated keys in memory, dropped on every key
-	// change heard over LISTEN/NOTIFY (README, "Keys, scopes and access").
+	// change heard over LISTEN/NOTIFY (docs/operators.md, "Keys and the key cache").
 	// Off, every request looks its key up. Needs a session-level
 	// connection for the listener (not a transaction-pooling proxy); off
 	// by itself on Citus.

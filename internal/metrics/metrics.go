@@ -1,6 +1,6 @@
 // Package metrics is the service's Prometheus instrumentation: one registry
 // per service instance (never the global default registry, so parallel
-// tests never share counters), the families README "Operating" documents,
+// tests never share counters), the families docs/reference/metrics.md lists,
 // and small methods the other packages call when something happens.
 //
 // A nil *Metrics records nothing: FOODSAFE_METRICS_ADDR="" turns
