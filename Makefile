@@ -54,18 +54,21 @@ DEV_KEYS     := $(DATA)/cursor-key $(DATA)/url-key
 ## from $(DATA)/cursor-key and $(DATA)/url-key (made once), so changes
 ## cursors and signed URLs survive a restart.
 run: build $(DEV_KEYS)
-	$(BIN) migrate --create-database
+	$(DEV_ENV) $(BIN) migrate --create-database
 	@# The kept key must be an active key of this database (DATABASE_URL may
 	@# have changed, or the database been dropped); otherwise load the demo
 	@# (once per database) and keep its new key.
 	@pub=$$(sed -nE 's/^fsk_([a-z0-9]+)\..*/\1/p' $(DEMO_KEY) 2>/dev/null); \
-	if [ -z "$$pub" ] || ! $(BIN) keys list --json | tr -d ' \n' | grep -q "\"publicId\":\"$$pub\",[^}]*\"state\":\"active\""; then \
-		mkdir -p $(DATA) && $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
+	if [ -z "$$pub" ] || ! $(DEV_ENV) $(BIN) keys list --json | tr -d ' \n' | grep -q "\"publicId\":\"$$pub\",[^}]*\"state\":\"active\""; then \
+		mkdir -p $(DATA) && $(DEV_ENV) $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
 	fi
 	@echo "demo key (kept in $(DEMO_KEY)): $$(cat $(DEMO_KEY))"
-	FOODSAFE_CURSOR_KEY="$${FOODSAFE_CURSOR_KEY:-$$(cat $(DATA)/cursor-key)}" \
-	FOODSAFE_URL_KEY="$${FOODSAFE_URL_KEY:-$$(cat $(DATA)/url-key)}" \
-	exec $(BIN) serve
+	$(DEV_ENV) exec $(BIN) serve
+
+# Every command of make run gets the same signing keys, so none of them
+# warns that they are unset.
+DEV_ENV = FOODSAFE_CURSOR_KEY="$${FOODSAFE_CURSOR_KEY:-$$(cat $(DATA)/cursor-key)}" \
+	FOODSAFE_URL_KEY="$${FOODSAFE_URL_KEY:-$$(cat $(DATA)/url-key)}"
 
 # A development signing key: 32 random bytes, base64 (43 characters), kept
 # readable by the owner only. Never used when the variable is set.
