@@ -7,6 +7,8 @@ SQLC_VERSION := v1.31.1
 # staticcheck and deadcode, pinned like sqlc (make lint).
 STATICCHECK_VERSION := v0.8.2
 DEADCODE_VERSION    := v0.52.0
+# gotestsum runs make test: it lists skipped tests with their reasons.
+GOTESTSUM_VERSION   := v1.13.0
 # sqlc is pinned and built from source without cgo (no system libraries).
 SQLC         := CGO_ENABLED=0 $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/foodsafe?sslmode=disable
@@ -80,10 +82,14 @@ migrate: build
 	$(BIN) migrate --create-database
 
 ## test: every test, against a real PostgreSQL, Redis and S3 server (see
-## docs/contributors.md, "Tests"); the first run also builds the S3 server (versitygw)
-## into the user's cache directory, which takes a few minutes.
+## docs/contributors.md, "Tests"); the first run also builds the S3 server
+## (versitygw) into the user's cache directory, which takes a few minutes.
+## gotestsum (pinned) prints one line per package, then every skipped test
+## with the reason it gives (what would run it), then every failure with its
+## output; the exit status is go test's.
 test:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) run gotest.tools/gotestsum@$(GOTESTSUM_VERSION) --format pkgname --format-hide-empty-pkg \
+		--raw-command -- $(GO) test -json -race -count=1 -timeout 20m ./...
 
 ## test-citus: the integration suite against a Citus cluster: every test
 ## database is created on the coordinator CITUS_DATABASE_URL and on the
