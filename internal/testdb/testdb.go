@@ -11,8 +11,10 @@
 //  3. the local server at 127.0.0.1:5432 (user postgres), when it answers;
 //  4. otherwise the test fails and says what to set. It never skips.
 //
-// A container started here is terminated when the test binary exits
-// (Main), whether or not Ryuk runs (TESTCONTAINERS_RYUK_DISABLED=true).
+// A container started here is removed when the test binary exits: by Main
+// when the tests return, else (a panic, -timeout, Ctrl-C, SIGKILL) by a
+// watchdog process (watchdog.go); whether or not Ryuk runs
+// (TESTCONTAINERS_RYUK_DISABLED=true).
 //
 // CITUS_DATABASE_URL (make test-citus) overrides all of these: see citus.go.
 package testdb
@@ -81,9 +83,11 @@ func stopContainer() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := container.Terminate(ctx); err != nil {
+	err := container.Terminate(ctx)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "testdb: warning: the PostgreSQL container did not stop: %v\n", err)
 	}
+	stopWatchdog(err == nil)
 	container = nil
 }
 
@@ -180,6 +184,13 @@ func findServer() (string, error) {
 		// machine, a proxy, a registry outage) is no reason to fail every
 		// test while a server listens where the quick start put it.
 		dockerErr = fmt.Errorf("a Docker engine answered but the PostgreSQL container (image %s) did not start: %w", image(), err)
+		if strings.Contains(err.Error(), "reaper: ") {
+			// Ryuk's image comes from Docker Hub, which such a machine
+			// often cannot reach either, while the PostgreSQL image is at
+			// hand; the harness removes its container without Ryuk.
+			dockerErr = fmt.Errorf("%w (Ryuk, testcontainers' reaper, did not start: TESTCONTAINERS_RYUK_DISABLED=true "+
+				"runs without it, and the container is still removed)", dockerErr)
+		}
 		stopContainer()
 	}
 	if err := ping(localURL); err != nil {
@@ -233,6 +244,11 @@ func startContainer() (string, error) {
 		tcpostgres.WithDatabase(dbname),
 		// Arguments only: images' entrypoints prepend `postgres` to flags.
 		testcontainers.WithCmd("-c", "fsync=off", "-c", "max_connections=200"),
+		testcontainers.WithAdditionalLifecycleHooks(testcontainers.ContainerLifecycleHooks{
+			PostCreates: []testcontainers.ContainerHook{func(_ context.Context, c testcontainers.Container) error {
+				return startWatchdog(c.GetContainerID())
+			}},
+		}),
 		testcontainers.WithWaitStrategy(
 			wait.ForSQL("5432/tcp", "pgx", func(host string, port network.Port) string {
 				return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", user, password,
