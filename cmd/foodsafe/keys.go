@@ -248,7 +248,7 @@ func keysUngrantCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			n, err := st.KeyUngrant(cmd.Context(), args[0], restaurant, scopes)
+			n, err := st.KeyUngrant(cmd.Context(), args[0], auth.Grant{RestaurantID: restaurant, Scopes: scopes})
 			if err != nil {
 				return adminError(err)
 			}
