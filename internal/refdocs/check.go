@@ -1,6 +1,8 @@
 package refdocs
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -69,6 +71,32 @@ func CLIMismatches(root *cobra.Command, page string) []string {
 	for s := range sections {
 		if !commands[s] {
 			bad = append(bad, "section "+s+" is no command")
+		}
+	}
+	return bad
+}
+
+// DocsGenMismatches checks what a binary's `docs gen` wrote into dir: each
+// of pages is there, the binary's command-line page describes root (its
+// command tree, as built for a run) as CLIMismatches requires, and none of
+// hidden (commands and flags the binary hides) appears on that page.
+func DocsGenMismatches(dir string, root *cobra.Command, pages []string, hidden ...string) []string {
+	var bad []string
+	for _, p := range pages {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, CLIPage(root.Name())))
+	if err != nil {
+		return append(bad, err.Error())
+	}
+	// cobra adds the completion command on Execute.
+	root.InitDefaultCompletionCmd()
+	bad = append(bad, CLIMismatches(root, string(page))...)
+	for _, h := range hidden {
+		if strings.Contains(string(page), h) {
+			bad = append(bad, h+" is documented")
 		}
 	}
 	return bad
