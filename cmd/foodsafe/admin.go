@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
@@ -26,6 +29,21 @@ func openStore(ctx context.Context) (*store.Store, error) {
 		return nil, fmt.Errorf("database %s: %w", store.RedactURL(cfg.DatabaseURL), err)
 	}
 	return st, nil
+}
+
+// printJSON writes v as every --json listing does: indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// newTable starts the table of an admin listing: header's tab-separated
+// column names, then the rows written to it, aligned when it is flushed.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
 
 // adminError turns the store's client errors (unknown restaurant or key)

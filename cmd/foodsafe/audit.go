@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,8 +45,7 @@ func auditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TIME\tKEY\tRESTAURANT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tCLIENT_IP\tREQUEST_ID")
+			w := newTable(cmd.OutOrStdout(), "TIME\tKEY\tRESTAURANT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tCLIENT_IP\tREQUEST_ID")
 			for _, e := range events {
 				ip := "-"
 				if e.ClientIP.IsValid() {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -117,12 +115,9 @@ func keysListCmd() *cobra.Command {
 				for _, k := range keys {
 					views = append(views, toKeyView(k, now))
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(views)
+				return printJSON(cmd.OutOrStdout(), views)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tGRANTS")
+			w := newTable(cmd.OutOrStdout(), "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tGRANTS")
 			for _, k := range keys {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.PublicID, k.Label, k.State(now),
 					formatTime(&k.CreatedAt), formatTime(k.ExpiresAt), grantsText(k.Grants))

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,12 +122,9 @@ func restaurantsListCmd() *cobra.Command {
 					views[i] = restaurantView{ID: r.ID, Name: r.Name, EnabledAt: formatTime(&r.EnabledAt),
 						EnabledAtMillis: strconv.FormatInt(r.EnabledAt.UnixMilli(), 10)}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(views)
+				return printJSON(cmd.OutOrStdout(), views)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tENABLED_SINCE")
+			w := newTable(cmd.OutOrStdout(), "ID\tNAME\tENABLED_SINCE")
 			for _, r := range rs {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", r.ID, dash(deref(r.Name)), formatTime(&r.EnabledAt))
 			}
