@@ -1,6 +1,7 @@
 package refdocs
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,11 +77,21 @@ func CLIMismatches(root *cobra.Command, page string) []string {
 	return bad
 }
 
-// DocsGenMismatches checks what a binary's `docs gen` wrote into dir: each
-// of pages is there, the binary's command-line page describes root (its
-// command tree, as built for a run) as CLIMismatches requires, and none of
-// hidden (commands and flags the binary hides) appears on that page.
-func DocsGenMismatches(dir string, root *cobra.Command, pages []string, hidden ...string) []string {
+// DocsGenMismatches runs `docs gen` of root, a binary's command tree as
+// its main builds it, into a temporary directory, and checks what it
+// wrote: each of pages is there, the binary's command-line page describes
+// root as CLIMismatches requires, and none of hidden (commands and flags
+// the binary hides) appears on that page.
+func DocsGenMismatches(ctx context.Context, root *cobra.Command, pages []string, hidden ...string) []string {
+	dir, err := os.MkdirTemp("", "docs-gen-")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	root.SetArgs([]string{"docs", "gen", dir})
+	if err := root.ExecuteContext(ctx); err != nil {
+		return []string{"docs gen: " + err.Error()}
+	}
 	var bad []string
 	for _, p := range pages {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
@@ -91,8 +102,6 @@ func DocsGenMismatches(dir string, root *cobra.Command, pages []string, hidden .
 	if err != nil {
 		return append(bad, err.Error())
 	}
-	// cobra adds the completion command on Execute.
-	root.InitDefaultCompletionCmd()
 	bad = append(bad, CLIMismatches(root, string(page))...)
 	for _, h := range hidden {
 		if strings.Contains(string(page), h) {
