@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
@@ -50,7 +51,7 @@ func newTable(w io.Writer, header string) *tabwriter.Writer {
 // into usage errors: exit status 2, nothing written.
 func adminError(err error) error {
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
-		return usageError{fmt.Errorf("%s", e.Detail)}
+		return cmdline.Usage(fmt.Errorf("%s", e.Detail))
 	}
 	return err
 }
