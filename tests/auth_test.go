@@ -94,7 +94,7 @@ func TestRevocationAndGrantChangesApplyImmediately(t *testing.T) {
 	r := a.getAs(key, "/v1/restaurants")
 	require.Contains(t, string(r.Body), `"restaurantId":"r2"`)
 
-	_, err := a.store().KeyUngrant(ctx, publicID(t, key), "r2", nil)
+	_, err := a.store().KeyUngrant(ctx, publicID(t, key), auth.Grant{RestaurantID: "r2"})
 	require.NoError(t, err)
 	require.NotContains(t, string(a.getAs(key, "/v1/restaurants").Body), `"r2"`)
 

@@ -89,7 +89,7 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(st.Close)
 
-	head, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
+	head, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit})
 	require.NoError(b, err)
 	pinned := head.Pinned
 	at := func(depth int) *store.WalkPos {
@@ -108,7 +108,7 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 		pos := at(c.depth)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+				page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: pos})
 				if err != nil || len(page.Records) != limit {
 					b.Fatalf("page: %d rows, %v", len(page.Records), err)
 				}
@@ -129,7 +129,7 @@ func BenchmarkRecordWalkPage(b *testing.B) {
 	}
 	b.Run("middle-1000-changes-since-pin", func(b *testing.B) {
 		for b.Loop() {
-			page, err := st.RecordWalk(ctx, "r1", "areas", limit, pos)
+			page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: pos})
 			if err != nil || len(page.Records) != limit {
 				b.Fatalf("page: %d rows, %v", len(page.Records), err)
 			}

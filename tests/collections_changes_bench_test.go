@@ -30,7 +30,7 @@ func BenchmarkChangesWalk(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(st.Close)
 
-	first, err := st.RecordWalk(ctx, "r1", "areas", limit, nil)
+	first, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit})
 	require.NoError(b, err)
 	since := map[int]int64{10_000: first.Pinned}
 	for i := 1; i <= 10_000; i++ {
@@ -57,9 +57,9 @@ func BenchmarkChangesWalk(b *testing.B) {
 		var page store.WalkPage
 		var err error
 		if from == nil {
-			page, err = st.RecordWalk(ctx, "r1", "areas", limit, nil)
+			page, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit})
 		} else {
-			page, err = st.RecordChanges(ctx, "r1", "areas", limit, *from)
+			page, err = st.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Since: *from})
 		}
 		for {
 			if err != nil {
@@ -70,7 +70,7 @@ func BenchmarkChangesWalk(b *testing.B) {
 			if page.Next == nil {
 				return pages, records
 			}
-			page, err = st.RecordWalk(ctx, "r1", "areas", limit, page.Next)
+			page, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: page.Next})
 		}
 	}
 	for _, stats := range []string{"never-analyzed", "analyzed"} {

@@ -61,7 +61,7 @@ func TestChangesWalkPlans(t *testing.T) {
 			}
 			rec.take()
 
-			full, err := st.RecordWalk(ctx, "r1", "areas", 50, nil)
+			full, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 50})
 			require.NoError(t, err)
 			since := full.Pinned
 			fullWalk := rec.take()
@@ -85,7 +85,7 @@ func TestChangesWalkPlans(t *testing.T) {
 			}
 
 			rec.take()
-			first, err := st.RecordChanges(ctx, "r1", "areas", 50, since)
+			first, err := st.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: "r1", Collection: "areas", Limit: 50, Since: since})
 			require.NoError(t, err)
 			require.Len(t, first.Records, 50)
 			require.NotNil(t, first.Next)
@@ -94,14 +94,14 @@ func TestChangesWalkPlans(t *testing.T) {
 			// records' versions as of its pin.
 			ingest("late", 1, 100, false)
 			rec.take()
-			later, err := st.RecordWalk(ctx, "r1", "areas", 50, first.Next)
+			later, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 50, Pos: first.Next})
 			require.NoError(t, err)
 			require.Len(t, later.Records, 50)
 			laterPage := rec.take()
 			var head int64
 			require.NoError(t, st.Pool().QueryRow(ctx, `SELECT last_sequence FROM collection_streams WHERE restaurant_id = 'r1' AND collection = 'areas'`).Scan(&head))
 			rec.take()
-			none, err := st.RecordChanges(ctx, "r1", "areas", 50, head)
+			none, err := st.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: "r1", Collection: "areas", Limit: 50, Since: head})
 			require.NoError(t, err)
 			require.Empty(t, none.Records)
 			nothingChanged := rec.take()

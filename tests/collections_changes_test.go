@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +80,7 @@ func TestChangesWalkReturnsWhatChanged(t *testing.T) {
 	// Any limit: a changesCursor is not bound to one.
 	changed, next := a.walkFrom(key, "r1", "areas", 2, since)
 	got := byID(t, changed)
-	require.ElementsMatch(t, []string{"b", "c", "d", "e", "i", "j"}, keys(got), "exactly the changed records, each once")
+	require.ElementsMatch(t, []string{"b", "c", "d", "e", "i", "j"}, slices.Collect(maps.Keys(got)), "exactly the changed records, each once")
 	require.Equal(t, []string{"b:b2", "c:c1", "d:deleted", "i:i1", "e:e3", "j:deleted"}, names(t, changed), "by sequence, latest states")
 	for id, e := range got {
 		require.Equal(t, a.currentState(key, "r1", "areas", id), e, "%s is in its latest state", id)
@@ -121,14 +123,6 @@ func TestChangesWalkReturnsWhatChanged(t *testing.T) {
 	p := requireProblem(t, a.getAs(key, recordsPath("r1", "areas")+"?limit=2&cursor="+url.QueryEscape(*first.NextCursor)),
 		http.StatusBadRequest, "invalid-request")
 	require.Equal(t, "cursor", p.Errors[0].Parameter)
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // An empty collection's walk is complete, and its changesCursor later

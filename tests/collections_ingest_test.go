@@ -365,7 +365,7 @@ func TestCollectionDescriptors(t *testing.T) {
 	a := newApp(t)
 	a.addRestaurants("r1")
 	var reads []string
-	for _, c := range loadCollectionFixturesNames(t) {
+	for c := range loadCollectionFixtures(t) {
 		reads = append(reads, c+":read")
 	}
 	key := a.newKey(grant("r1", reads...))
@@ -386,14 +386,6 @@ func TestCollectionDescriptors(t *testing.T) {
 		require.Equal(t, "received-shadow-snapshot", d.StateKind)
 		require.Equal(t, 1, d.PayloadVersion)
 	}
-}
-
-func loadCollectionFixturesNames(t testing.TB) []string {
-	var out []string
-	for name := range loadCollectionFixtures(t) {
-		out = append(out, name)
-	}
-	return out
 }
 
 // Strings PostgreSQL cannot store (a NUL character) are a 400 naming the

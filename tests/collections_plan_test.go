@@ -28,7 +28,7 @@ func TestWalkPlans(t *testing.T) {
 	st, rec := recordingStore(t, dbURL)
 	ctx := context.Background()
 	// More history: records updated after the first page pinned the walk.
-	first, err := st.RecordWalk(ctx, "r1", "areas", 50, nil)
+	first, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 50})
 	require.NoError(t, err)
 	firstPage := rec.take()
 	for i := 1; i <= 300; i++ {
@@ -42,7 +42,7 @@ func TestWalkPlans(t *testing.T) {
 	_, err = st.Pool().Exec(ctx, "ANALYZE records; ANALYZE record_changes")
 	require.NoError(t, err)
 	rec.take()
-	page, err := st.RecordWalk(ctx, "r1", "areas", 50, first.Next)
+	page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 50, Pos: first.Next})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 50)
 	laterPage := rec.take()

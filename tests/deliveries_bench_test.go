@@ -37,7 +37,7 @@ func BenchmarkDeliveryListPage(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("store/depth=%d", depth), func(b *testing.B) {
 			for b.Loop() {
-				page, _, err := st.DeliveryList(ctx, "r1", 0, 1<<62, limit, after)
+				page, _, err := st.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: "r1", To: 1 << 62, Limit: limit, After: after})
 				if err != nil || len(page) != limit {
 					b.Fatalf("page: %d rows, %v", len(page), err)
 				}

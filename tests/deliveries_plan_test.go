@@ -44,12 +44,12 @@ func TestDeliveryListPlans(t *testing.T) {
 	st, rec := recordingStore(t, dbURL)
 	ctx := context.Background()
 
-	page, more, err := st.DeliveryList(ctx, "r3", 0, 1<<62, 50, nil)
+	page, more, err := st.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: "r3", To: 1 << 62, Limit: 50})
 	require.NoError(t, err)
 	require.True(t, more)
 	first := rec.take()
 	last := page[len(page)-1]
-	_, _, err = st.DeliveryList(ctx, "r3", 0, 1<<62, 50, &store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID})
+	_, _, err = st.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: "r3", To: 1 << 62, Limit: 50, After: &store.DeliveryPos{OccurredAt: int64(last.OccurredAt), ID: last.ID}})
 	require.NoError(t, err)
 	after := rec.take()
 	require.Len(t, first, 1, "one round trip per page")

@@ -141,7 +141,7 @@ func testAssetPendingToUploaded(t *testing.T, b backend) {
 	// The object store checks presigned URLs against its own clock.
 	now := time.Now().Truncate(time.Second)
 	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
-	a := newApp(t, append(b.opts(t), withClock(func() time.Time { return now }), withConfig(func(c *config.Config) { c.BaseURL = "" }))...)
+	a := b.newApp(t, withClock(func() time.Time { return now }), withConfig(func(c *config.Config) { c.BaseURL = "" }))
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "cleaning-task-pictures:read"))
 	const col = "cleaning-task-pictures"
@@ -235,7 +235,7 @@ func TestAssetUploadRejects(t *testing.T) {
 }
 
 func testAssetUploadRejects(t *testing.T, b backend) {
-	a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.MaxAssetBytes = 1000 }))...)
+	a := b.newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = 1000 }))
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "cleaning-task-pictures:write", "drive-files:write", "areas:write", "traceability-labels:read"))
 	const col = "cleaning-task-pictures"
@@ -307,7 +307,7 @@ func TestLargeUploads(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
 		const limit = 12 << 20
-		a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.MaxAssetBytes = limit }))...)
+		a := b.newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = limit }))
 		a.addRestaurants("r1")
 		key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
 		file := func(id string) string {
@@ -354,7 +354,7 @@ func TestAssetUploadRace(t *testing.T) {
 func testAssetUploadRace(t *testing.T, b backend) {
 	// Ten uploads of one key at once: above the default per-key cap, which
 	// TestUploadSlots tests on its own.
-	a := newApp(t, append(b.opts(t), withConfig(func(c *config.Config) { c.UploadsPerKey = 10 }))...)
+	a := b.newApp(t, withConfig(func(c *config.Config) { c.UploadsPerKey = 10 }))
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "traceability-labels:write", "traceability-labels:read"))
 	a.put(key, "r1", "traceability-labels", "l1", "m1", map[string]any{"timestamp": "1", "asset": map[string]any{"objectKey": "l1.png", "status": "pending"}})
@@ -386,7 +386,7 @@ func testSignedURLs(t *testing.T, b backend) {
 		now = time.Now().Truncate(time.Second)
 	}
 	setNow := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
-	a := newApp(t, append(b.opts(t), withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))...)
+	a := b.newApp(t, withClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
 	pdf := []byte("%PDF-1.7 " + strings.Repeat("haccp plan ", 100))
@@ -504,7 +504,7 @@ func TestDeliveryImages(t *testing.T) {
 }
 
 func testDeliveryImages(t *testing.T, b backend) {
-	a := newApp(t, b.opts(t)...)
+	a := b.newApp(t)
 	a.addRestaurants("r1")
 	provider := a.newKey(grant("r1", "deliveries:write", "delivery-images:write"))
 	readOne := a.newKey(grant("r1", "deliveries:read"))
@@ -577,7 +577,7 @@ func TestDeliveryImagesArePhotographs(t *testing.T) {
 }
 
 func testDeliveryImagesArePhotographs(t *testing.T, b backend) {
-	a := newApp(t, b.opts(t)...)
+	a := b.newApp(t)
 	a.addRestaurants("r1")
 	provider := a.newKey(grant("r1", "deliveries:write", "delivery-images:write"))
 	reader := a.newKey(grant("r1", "deliveries:read", "delivery-images:read"))

@@ -162,7 +162,7 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, ignoreNotFound(err))
 	_, err = st.RecordGet(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))
-	_, err = st.RecordWalk(ctx, "r1", "drive-files", 100, nil)
+	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100})
 	require.NoError(t, err)
 	_, err = st.AssetList(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))
@@ -176,23 +176,23 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	_, _, err = st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r2", Collection: "areas", RecordID: mid},
 		MutationID: "hot-path-2", Data: body, CapturedAt: 1, PayloadVersion: 1, RequestSHA256: digest[:]}, 1)
 	require.NoError(t, err)
-	_, err = st.DeliveryGet(ctx, "r1", fmt.Sprintf("d%08d", n/2+1))
+	_, err = st.DeliveryGet(ctx, store.DeliveryKey{RestaurantID: "r1", DeliveryID: fmt.Sprintf("d%08d", n/2+1)})
 	require.NoError(t, ignoreNotFound(err))
-	page, _, err := st.DeliveryList(ctx, "r1", 0, 1<<62, 50, nil)
+	page, _, err := st.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: "r1", To: 1 << 62, Limit: 50})
 	require.NoError(t, err)
 	after := &store.DeliveryPos{OccurredAt: 1 << 61, ID: "d"}
 	if len(page) > 0 {
 		after = &store.DeliveryPos{OccurredAt: int64(page[len(page)-1].OccurredAt), ID: page[len(page)-1].ID}
 	}
-	_, _, err = st.DeliveryList(ctx, "r1", 0, 1<<62, 50, after)
+	_, _, err = st.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: "r1", To: 1 << 62, Limit: 50, After: after})
 	require.NoError(t, err)
-	_, err = st.DeliveryImageList(ctx, "r1", fmt.Sprintf("d%08d", n/2+1))
+	_, err = st.DeliveryImageList(ctx, store.DeliveryKey{RestaurantID: "r1", DeliveryID: fmt.Sprintf("d%08d", n/2+1)})
 	require.NoError(t, ignoreNotFound(err))
 	_, err = st.RestaurantIDsAfter(ctx, "", 100)
 	require.NoError(t, err)
 	_, err = st.ChangesStamp(ctx, "r2", 1, 1000)
 	require.NoError(t, err)
-	_, err = st.ChangesCompact(ctx, "r2", 1, 1, 1000)
+	_, err = st.ChangesCompact(ctx, store.ChangesCompactParams{RestaurantID: "r2", Now: 1, Horizon: 1, Max: 1000})
 	require.NoError(t, err)
 	_, _, err = st.ChangesCompactable(ctx, "r2", 1)
 	require.NoError(t, err)

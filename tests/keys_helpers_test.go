@@ -61,7 +61,7 @@ func (a *app) newRefusedKeys() refusedKeys {
 	}
 	_, err := a.store().KeyRevoke(ctx, publicID(a.t, k.revoked))
 	require.NoError(a.t, err)
-	_, err = a.store().KeyUngrant(ctx, publicID(a.t, k.noGrants), "r1", nil)
+	_, err = a.store().KeyUngrant(ctx, publicID(a.t, k.noGrants), auth.Grant{RestaurantID: "r1"})
 	require.NoError(a.t, err)
 	k.wrongSecret = k.good[:len(k.good)-4] + "AAAA"
 	if k.wrongSecret == k.good {

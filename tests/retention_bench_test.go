@@ -90,7 +90,7 @@ func BenchmarkCompaction(b *testing.B) {
 		wg.Go(func() {
 			var pos *store.WalkPos
 			for range 300 {
-				p, err := st.RecordWalk(ctx, "r1", "areas", 100, pos)
+				p, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 100, Pos: pos})
 				if err != nil {
 					walkErr.Store(err)
 					return

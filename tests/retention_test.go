@@ -416,7 +416,7 @@ func TestBlobCollection(t *testing.T) {
 func testBlobCollection(t *testing.T, b backend) {
 	t0 := time.Now().Truncate(time.Second)
 	clock := &testClock{now: t0}
-	a := newApp(t, append(b.opts(t), withClock(clock.Now))...)
+	a := b.newApp(t, withClock(clock.Now))
 	a.addRestaurants("r1", "r2")
 	const col = "cleaning-task-pictures"
 	key := a.newKey(grant("r1", col+":write", col+":read", "deliveries:write", "delivery-images:write"), grant("r2", col+":write", col+":read"))

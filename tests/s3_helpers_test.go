@@ -272,12 +272,12 @@ type backend struct {
 
 var backends = []backend{{name: "filesystem"}, {name: "s3", s3: true}}
 
-// opts configure an app for the backend.
-func (b backend) opts(t testing.TB) []appOption {
-	if !b.s3 {
-		return nil
+// newApp is newApp with its files on the backend.
+func (b backend) newApp(t testing.TB, opts ...appOption) *app {
+	if b.s3 {
+		opts = append([]appOption{withS3(sharedS3(t))}, opts...)
 	}
-	return []appOption{withS3(sharedS3(t))}
+	return newApp(t, opts...)
 }
 
 // forEachBackend runs f once per file store, as parallel subtests.

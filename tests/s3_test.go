@@ -124,7 +124,7 @@ func TestServeChecksObjectStoreAtStart(t *testing.T) {
 func TestUploadMemory(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
-		a := newApp(t, b.opts(t)...)
+		a := b.newApp(t)
 		a.addRestaurants("r1")
 		key := a.newKey(grant("r1", "drive-files:write"))
 		p := startServe(t, "DATABASE_URL="+a.cfg.DatabaseURL, "FOODSAFE_BLOB_URL="+a.cfg.BlobURL,

@@ -168,7 +168,7 @@ func TestMobileSessions(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.getAs(tok, "/v1/restaurants").Status)
 		// Only tokens carrying the lost grant die.
 		r2Only := b.open(t, device, map[string]any{"restaurantId": "r2"})
-		_, err := a.store().KeyUngrant(context.Background(), publicID(t, device), "r1", []string{"products:write"})
+		_, err := a.store().KeyUngrant(context.Background(), publicID(t, device), auth.Grant{RestaurantID: "r1", Scopes: []string{"products:write"}})
 		require.NoError(t, err)
 		requireProblem(t, a.getAs(tok, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
 		require.Equal(t, http.StatusOK, a.getAs(r2Only.AccessToken, "/v1/restaurants").Status, "unaffected by r1's change")
@@ -248,7 +248,7 @@ func TestSessionLosingAGrantStaysDead(t *testing.T) {
 	a.put(narrowed.AccessToken, "r1", "areas", "a1", "m1", area("Kitchen"))
 
 	ctx := context.Background()
-	_, err := a.store().KeyUngrant(ctx, publicID(t, device), "r1", []string{"areas:write"})
+	_, err := a.store().KeyUngrant(ctx, publicID(t, device), auth.Grant{RestaurantID: "r1", Scopes: []string{"areas:write"}})
 	require.NoError(t, err)
 	requireProblem(t, a.getAs(narrowed.AccessToken, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
 	require.NoError(t, a.store().KeyGrant(ctx, publicID(t, device), []auth.Grant{grant("r1", "areas:write")}))

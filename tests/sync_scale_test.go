@@ -144,7 +144,7 @@ func listingTime(t *testing.T, st *store.Store, key, what string, since store.Sn
 	for i := 0; i < runs; i++ {
 		_, err := st.StreamsHorizon(ctx)
 		require.NoError(t, err)
-		heads, err = st.StreamsChanged(ctx, []store.StreamGroup{group}, since, "", "", wire.MaxLimit)
+		heads, err = st.StreamsChanged(ctx, store.StreamsChangedParams{Groups: []store.StreamGroup{group}, Since: since, Limit: wire.MaxLimit})
 		require.NoError(t, err)
 	}
 	t.Logf("%-34s %d streams listed, %v database time per listing (horizon + streams, mean of %d)", what, len(heads), time.Since(start)/runs, runs)

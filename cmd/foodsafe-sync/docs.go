@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/refdocs"
 )
 
@@ -10,10 +11,5 @@ import (
 // binary's command-line reference page into DIR (foodsafe's own `docs
 // gen` writes the others).
 func docsCmd() *cobra.Command {
-	return refdocs.Command("Write the command-line reference page into DIR", func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}, nil)
+	return refdocs.Command("Write the command-line reference page into DIR", cmdline.ExactArgs(1), nil)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/mirror"
 )
 
@@ -30,28 +31,13 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-// usageError marks bad input: nothing was synced, exit status 2.
-type usageError struct{ error }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
-
 // keyEnv is the only place the key is read from.
 const keyEnv = "FOODSAFE_API_KEY"
 
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	root := newRoot(getenv, stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "foodsafe-sync:", err)
-	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, mirror.ErrTarget) || strings.HasPrefix(err.Error(), "unknown command") {
-		return 2
-	}
-	return 1
+	// A target that cannot be used is bad input too: nothing was synced.
+	return cmdline.Run(ctx, newRoot(getenv, stdout, stderr), args, stderr, mirror.ErrTarget)
 }
 
 // newRoot builds the command tree; the CLI reference is generated from it.
@@ -59,7 +45,7 @@ func newRoot(getenv func(string) string, stdout, stderr io.Writer) *cobra.Comman
 	root := syncCmd(getenv, stdout, stderr)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(cmdline.FlagError)
 	root.AddCommand(statusCmd(stdout), docsCmd())
 	return root
 }
@@ -89,7 +75,7 @@ stopped. See docs/partners-sync.md, "Mirroring with foodsafe-sync".`,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
+				return cmdline.Usagef("unexpected argument %q", args[0])
 			}
 			return nil
 		},
@@ -123,25 +109,25 @@ stopped. See docs/partners-sync.md, "Mirroring with foodsafe-sync".`,
 func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(string) string, stdout, stderr io.Writer) error {
 	for _, name := range []string{"key", "api-key", "token"} {
 		if cmd.Flags().Changed(name) {
-			return usagef("--%s: the key is read from %s only (a flag ends up in shell history and process lists); nothing was sent", name, keyEnv)
+			return cmdline.Usagef("--%s: the key is read from %s only (a flag ends up in shell history and process lists); nothing was sent", name, keyEnv)
 		}
 	}
 	if f.api == "" || f.to == "" {
-		return usagef("--api and --to are required (see --help)")
+		return cmdline.Usagef("--api and --to are required (see --help)")
 	}
 	if f.once && f.every > 0 {
-		return usagef("--once and --every exclude each other")
+		return cmdline.Usagef("--once and --every exclude each other")
 	}
 	if f.every < 0 || f.overlap < 0 || f.deadline < 0 || f.maxFailures < 0 {
-		return usagef("--every, --overlap, --deadline and --max-failures must not be negative")
+		return cmdline.Usagef("--every, --overlap, --deadline and --max-failures must not be negative")
 	}
 	key := strings.TrimSpace(getenv(keyEnv))
 	if key == "" {
-		return usagef("set %s to the API key", keyEnv)
+		return cmdline.Usagef("set %s to the API key", keyEnv)
 	}
 	since, err := parseSince(f.since)
 	if err != nil {
-		return usageError{err}
+		return cmdline.Usage(err)
 	}
 	var mode mirror.TombstoneMode
 	switch f.tombstones {
@@ -149,11 +135,11 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	case "delete":
 		mode = mirror.TombstoneDelete
 	default:
-		return usagef("--tombstones must be mark or delete, not %q", f.tombstones)
+		return cmdline.Usagef("--tombstones must be mark or delete, not %q", f.tombstones)
 	}
 	for _, r := range f.restaurants {
 		if r == "" {
-			return usagef("--restaurant must not be empty")
+			return cmdline.Usagef("--restaurant must not be empty")
 		}
 	}
 	tty := !f.json && isTerminal(stderr)
@@ -164,7 +150,7 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	client, err := mirror.NewClient(f.api, key, log)
 	if err != nil {
-		return usageError{err}
+		return cmdline.Usage(err)
 	}
 	client.Persistent = f.every > 0
 	var prog mirror.Progress = mirror.LogProgress{Log: log}
@@ -245,7 +231,7 @@ func statusCmd(stdout io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if to == "" {
-				return usagef("--to is required")
+				return cmdline.Usagef("--to is required")
 			}
 			t, err := mirror.OpenTarget(cmd.Context(), to)
 			if err != nil {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
@@ -28,11 +32,26 @@ func openStore(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
+// printJSON writes v as every --json listing does: indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// newTable starts the table of an admin listing: header's tab-separated
+// column names, then the rows written to it, aligned when it is flushed.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
+}
+
 // adminError turns the store's client errors (unknown restaurant or key)
 // into usage errors: exit status 2, nothing written.
 func adminError(err error) error {
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
-		return usageError{fmt.Errorf("%s", e.Detail)}
+		return cmdline.Usage(fmt.Errorf("%s", e.Detail))
 	}
 	return err
 }

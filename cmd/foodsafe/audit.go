@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
@@ -17,14 +17,14 @@ func auditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit [--key PUBLIC_ID] [--restaurant ID] [--since DURATION] [--limit N]",
 		Short: "Print recent audit events, newest first",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := parseDuration(since)
 			if err != nil {
-				return usageError{err}
+				return cmdline.Usage(err)
 			}
 			if limit < 1 || limit > 100000 {
-				return usagef("--limit must be between 1 and 100000")
+				return cmdline.Usagef("--limit must be between 1 and 100000")
 			}
 			// A filter that cannot match anything is a typo, not an empty
 			// trail.
@@ -34,7 +34,7 @@ func auditCmd() *cobra.Command {
 				}
 			}
 			if restaurant != "" && !ids.Valid(restaurant) {
-				return usagef("%q is not a valid restaurant id", restaurant)
+				return cmdline.Usagef("%q is not a valid restaurant id", restaurant)
 			}
 			st, err := openStore(cmd.Context())
 			if err != nil {
@@ -46,8 +46,7 @@ func auditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TIME\tKEY\tRESTAURANT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tCLIENT_IP\tREQUEST_ID")
+			w := newTable(cmd.OutOrStdout(), "TIME\tKEY\tRESTAURANT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tCLIENT_IP\tREQUEST_ID")
 			for _, e := range events {
 				ip := "-"
 				if e.ClientIP.IsValid() {

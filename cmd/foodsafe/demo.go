@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/app"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/demo"
 )
 
@@ -20,7 +21,7 @@ func demoCmd() *cobra.Command {
 		Long: "Enables restaurant " + demo.RestaurantID + ", fills every collection, deliveries of the last months with " +
 			"photographs, and files, through the service's own write API; then prints a new key with every read scope " +
 			"on stdout. Run again, it keeps the data and only prints a new key.",
-		Args: exactArgs(0),
+		Args: cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			cfg, _, err := loadConfig()

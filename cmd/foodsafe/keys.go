@@ -1,16 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
@@ -24,13 +23,13 @@ func keysCmd() *cobra.Command {
 // parseGrants validates every --grant before anything is written.
 func parseGrants(specs []string) ([]auth.Grant, error) {
 	if len(specs) == 0 {
-		return nil, usagef("at least one --grant RESTAURANT=SCOPE[,SCOPE...] is required")
+		return nil, cmdline.Usagef("at least one --grant RESTAURANT=SCOPE[,SCOPE...] is required")
 	}
 	out := make([]auth.Grant, 0, len(specs))
 	for _, s := range specs {
 		g, err := auth.ParseGrantSpec(s)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, cmdline.Usage(err)
 		}
 		out = append(out, g)
 	}
@@ -43,10 +42,10 @@ func keysCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create --name LABEL --grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...] [--expires-in DURATION]",
 		Short: "Create a key; prints the full key alone on stdout, once",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(label) == "" {
-				return usagef("--name LABEL is required")
+				return cmdline.Usagef("--name LABEL is required")
 			}
 			gs, err := parseGrants(grants)
 			if err != nil {
@@ -56,7 +55,7 @@ func keysCreateCmd() *cobra.Command {
 			if expiresIn != "" {
 				d, err := parseDuration(expiresIn)
 				if err != nil {
-					return usageError{err}
+					return cmdline.Usage(err)
 				}
 				t := time.Now().Add(d)
 				expires = &t
@@ -100,7 +99,7 @@ func keysListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List keys: public ids, labels, state and grants (never secrets)",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openStore(cmd.Context())
 			if err != nil {
@@ -117,12 +116,9 @@ func keysListCmd() *cobra.Command {
 				for _, k := range keys {
 					views = append(views, toKeyView(k, now))
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(views)
+				return printJSON(cmd.OutOrStdout(), views)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tGRANTS")
+			w := newTable(cmd.OutOrStdout(), "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tGRANTS")
 			for _, k := range keys {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.PublicID, k.Label, k.State(now),
 					formatTime(&k.CreatedAt), formatTime(k.ExpiresAt), grantsText(k.Grants))
@@ -164,7 +160,7 @@ func grantsText(gs []auth.Grant) string {
 
 func requirePublicID(s string) error {
 	if !auth.ValidPublicID(s) {
-		return usagef("%q is not a key public id (12-32 chars of a-z0-9; the part between fsk_ and the dot)", s)
+		return cmdline.Usagef("%q is not a key public id (12-32 chars of a-z0-9; the part between fsk_ and the dot)", s)
 	}
 	return nil
 }
@@ -173,7 +169,7 @@ func keysRevokeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke PUBLIC_ID",
 		Short: "Revoke a key; every server refuses it once this returns (about a second after the commit)",
-		Args:  exactArgs(1),
+		Args:  cmdline.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePublicID(args[0]); err != nil {
 				return err
@@ -198,7 +194,7 @@ func keysGrantCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "grant PUBLIC_ID --grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...]",
 		Short: "Add scopes to a key (idempotent)",
-		Args:  exactArgs(1),
+		Args:  cmdline.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePublicID(args[0]); err != nil {
 				return err
@@ -227,20 +223,20 @@ func keysUngrantCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "ungrant PUBLIC_ID RESTAURANT[=SCOPE,...]",
 		Short: "Remove scopes (or, without scopes, the whole restaurant) from a key",
-		Args:  exactArgs(2),
+		Args:  cmdline.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePublicID(args[0]); err != nil {
 				return err
 			}
 			restaurant, list, hasScopes := strings.Cut(args[1], "=")
 			if !ids.Valid(restaurant) {
-				return usagef("%q is not a valid restaurant id", restaurant)
+				return cmdline.Usagef("%q is not a valid restaurant id", restaurant)
 			}
 			var scopes []string
 			if hasScopes {
 				var err error
 				if scopes, err = auth.ParseScopes(list); err != nil {
-					return usageError{err}
+					return cmdline.Usage(err)
 				}
 			}
 			st, err := openStore(cmd.Context())
@@ -248,14 +244,14 @@ func keysUngrantCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			n, err := st.KeyUngrant(cmd.Context(), args[0], restaurant, scopes)
+			n, err := st.KeyUngrant(cmd.Context(), args[0], auth.Grant{RestaurantID: restaurant, Scopes: scopes})
 			if err != nil {
 				return adminError(err)
 			}
 			if n == 0 {
 				// An unknown restaurant, or scopes the key does not hold:
 				// most likely a typo, so it fails like one.
-				return usagef("key %s holds no such grant on %s; nothing removed", args[0], restaurant)
+				return cmdline.Usagef("key %s holds no such grant on %s; nothing removed", args[0], restaurant)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "key %s: %d grant(s) removed on %s\n", args[0], n, restaurant)
 			return nil
@@ -267,7 +263,7 @@ func keysScopesCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "scopes",
 		Short: "List every scope a key can be granted",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range catalog.Scopes() {
 				fmt.Fprintln(cmd.OutOrStdout(), s)

@@ -6,19 +6,17 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"github.com/foodsafe/foodsafe/internal/version"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/version"
 )
 
 func main() {
@@ -27,28 +25,10 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError marks bad input: the command wrote nothing and exits with 2.
-type usageError struct{ error }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
 // run executes one command line and returns the exit status. Everything
 // goes to the given streams, so main stays a one-liner.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "foodsafe:", err)
-	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
-		return 2
-	}
-	return 1
+	return cmdline.Run(ctx, newRoot(stdout, stderr), args, stderr)
 }
 
 // newRoot builds the command tree; the CLI reference is generated from it.
@@ -64,24 +44,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("foodsafe {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(cmdline.FlagError)
 	root.AddCommand(serveCmd(), maintainCmd(), migrateCmd(), restaurantsCmd(), keysCmd(), auditCmd(), openapiCmd(), demoCmd(), docsCmd())
 	return root
-}
-
-// isCobraUsage recognises cobra's untyped "unknown command" error.
-func isCobraUsage(err error) bool {
-	return strings.HasPrefix(err.Error(), "unknown command")
-}
-
-// exactArgs is cobra.ExactArgs with our exit status 2.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
 }
 
 // loadConfig reads the environment and builds the JSON logger every

@@ -7,6 +7,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/blob"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/maintain"
 )
 
@@ -22,17 +23,17 @@ func maintainCmd() *cobra.Command {
 			"(created a week ahead, dropped after FOODSAFE_AUDIT_RETENTION) and file collection (bytes no live asset or " +
 			"delivery image has used for FOODSAFE_BLOB_GRACE). Without --once it runs them every " +
 			"FOODSAFE_MAINTENANCE_INTERVAL until SIGINT/SIGTERM. --dry-run reports what the jobs would change and changes nothing.",
-		Args: exactArgs(0),
+		Args: cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := loadConfig()
 			if err != nil {
 				return err
 			}
 			if dryRun && !once {
-				return usagef("--dry-run needs --once")
+				return cmdline.Usagef("--dry-run needs --once")
 			}
 			if !once && cfg.MaintenanceInterval == 0 {
-				return usagef("FOODSAFE_MAINTENANCE_INTERVAL is 0: use --once, or set an interval")
+				return cmdline.Usagef("FOODSAFE_MAINTENANCE_INTERVAL is 0: use --once, or set an interval")
 			}
 			st, err := openStore(cmd.Context())
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/httpapi"
 	"github.com/foodsafe/foodsafe/internal/openapi"
@@ -17,7 +18,7 @@ func openapiCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "openapi",
 		Short: "Print the OpenAPI 3.1 document the server serves at /openapi.json",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load()
 			if err != nil {

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -41,10 +40,10 @@ func restaurantsAddCmd() *cobra.Command {
 		Long: "Enables capture for a restaurant. Event records (temperatures, cycles, checks, labels...) and deliveries " +
 			"captured before --enabled-since (default: now) are refused: the service holds no backfill. On an enabled " +
 			"restaurant, --name and --enabled-since change what they name and say so; without them nothing changes.",
-		Args: exactArgs(1),
+		Args: cmdline.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !ids.Valid(args[0]) {
-				return usagef("%q is not a valid restaurant id (1-200 chars: letters, digits, . _ : -; starting with a letter or digit)", args[0])
+				return cmdline.Usagef("%q is not a valid restaurant id (1-200 chars: letters, digits, . _ : -; starting with a letter or digit)", args[0])
 			}
 			var change store.RestaurantChange
 			if cmd.Flags().Changed("name") {
@@ -53,7 +52,7 @@ func restaurantsAddCmd() *cobra.Command {
 			if cmd.Flags().Changed("enabled-since") {
 				t, err := parseInstant(since)
 				if err != nil {
-					return usageError{err}
+					return cmdline.Usage(err)
 				}
 				change.EnabledAt = &t
 			}
@@ -107,7 +106,7 @@ func restaurantsListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--json]",
 		Short: "List enabled restaurants with their label and enablement time (operators only; never in the API)",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openStore(cmd.Context())
 			if err != nil {
@@ -124,12 +123,9 @@ func restaurantsListCmd() *cobra.Command {
 					views[i] = restaurantView{ID: r.ID, Name: r.Name, EnabledAt: formatTime(&r.EnabledAt),
 						EnabledAtMillis: strconv.FormatInt(r.EnabledAt.UnixMilli(), 10)}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(views)
+				return printJSON(cmd.OutOrStdout(), views)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tENABLED_SINCE")
+			w := newTable(cmd.OutOrStdout(), "ID\tNAME\tENABLED_SINCE")
 			for _, r := range rs {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", r.ID, dash(deref(r.Name)), formatTime(&r.EnabledAt))
 			}

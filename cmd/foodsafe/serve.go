@@ -11,6 +11,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/blob"
+	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/version"
@@ -20,7 +21,7 @@ func serveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API until SIGINT/SIGTERM",
-		Args:  exactArgs(0),
+		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			cfg, log, err := loadConfig()

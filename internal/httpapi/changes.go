@@ -87,7 +87,8 @@ func (a *API) changesList(ctx context.Context, r request) (wire.ChangesPage[wire
 		return none, err
 	}
 	afterRestaurant, afterStream := from.After()
-	heads, err := a.store.StreamsChanged(ctx, groups, from.Since(), afterRestaurant, afterStream, limit)
+	heads, err := a.store.StreamsChanged(ctx, store.StreamsChangedParams{Groups: groups, Since: from.Since(),
+		AfterRestaurant: afterRestaurant, AfterStream: afterStream, Limit: limit})
 	if err != nil {
 		return none, err
 	}

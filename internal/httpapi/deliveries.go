@@ -48,7 +48,7 @@ func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Del
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
-	page, more, err := a.store.DeliveryList(ctx, restaurant, from, to, limit, after)
+	page, more, err := a.store.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: restaurant, From: from, To: to, Limit: limit, After: after})
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
@@ -72,7 +72,7 @@ func (a *API) deliveryGet(ctx context.Context, r request) (wire.Delivery, error)
 	if !ids.Valid(id) {
 		return wire.Delivery{}, apperr.ErrNotFound
 	}
-	return a.store.DeliveryGet(ctx, r.params.path("restaurantId"), id)
+	return a.store.DeliveryGet(ctx, store.DeliveryKey{RestaurantID: r.params.path("restaurantId"), DeliveryID: id})
 }
 
 // deliveryPut is the provider's write path (our addition, spec 9.2):

@@ -332,14 +332,15 @@ func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], e
 // PUT /v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId.
 func (a *API) deliveryImagePut(c *gin.Context) (err error) {
 	defer closeAfterRefusal(c, &err)
-	k := store.ImageKey{RestaurantID: c.Param("restaurantId"), DeliveryID: c.Param("deliveryId"), ImageID: c.Param("imageId")}
+	k := store.ImageKey{DeliveryKey: store.DeliveryKey{RestaurantID: c.Param("restaurantId"), DeliveryID: c.Param("deliveryId")},
+		ImageID: c.Param("imageId")}
 	if !ids.Valid(k.DeliveryID) {
 		return apperr.ErrNotFound
 	}
 	if !ids.Valid(k.ImageID) {
 		return invalidID("imageId")
 	}
-	if _, err := a.store.DeliveryGet(c.Request.Context(), k.RestaurantID, k.DeliveryID); err != nil {
+	if _, err := a.store.DeliveryGet(c.Request.Context(), k.DeliveryKey); err != nil {
 		return err
 	}
 	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true)
@@ -365,7 +366,7 @@ func (a *API) deliveryImagesList(ctx context.Context, r request) (List[wire.File
 	if !ids.Valid(deliveryID) {
 		return List[wire.FileItem]{}, apperr.ErrNotFound
 	}
-	items, err := a.store.DeliveryImageList(ctx, restaurant, deliveryID)
+	items, err := a.store.DeliveryImageList(ctx, store.DeliveryKey{RestaurantID: restaurant, DeliveryID: deliveryID})
 	if err != nil {
 		return List[wire.FileItem]{}, err
 	}

@@ -38,11 +38,7 @@ func renderText(tool string, out any) string {
 	case wire.Envelope:
 		writeEnvelope(&b, v)
 	case wire.Page[wire.Delivery]:
-		fmt.Fprintf(&b, "%s, newest first:", count(len(v.Data), "delivery"))
-		for _, d := range v.Data {
-			b.WriteString("\n- ")
-			writeDelivery(&b, d)
-		}
+		writeDeliveries(&b, v.Data, "newest first")
 		writeNext(&b, tool, v.NextCursor)
 	case wire.ChangesPage[wire.StreamChange]:
 		fmt.Fprintf(&b, "%s changed:", count(len(v.Data), "stream"))
@@ -52,11 +48,7 @@ func renderText(tool string, out any) string {
 		writeNext(&b, tool, v.NextCursor)
 		writeChanges(&b, tool, v.ChangesCursor)
 	case wire.ChangesPage[wire.Delivery]:
-		fmt.Fprintf(&b, "%s, in the order received:", count(len(v.Data), "delivery"))
-		for _, d := range v.Data {
-			b.WriteString("\n- ")
-			writeDelivery(&b, d)
-		}
+		writeDeliveries(&b, v.Data, "in the order received")
 		writeNext(&b, tool, v.NextCursor)
 		writeChanges(&b, tool, v.ChangesCursor)
 	case wire.Delivery:
@@ -73,6 +65,16 @@ func renderText(tool string, out any) string {
 		b.Write(j)
 	}
 	return b.String()
+}
+
+// writeDeliveries lists deliveries, one a line, under a count that says
+// their order.
+func writeDeliveries(b *strings.Builder, ds []wire.Delivery, order string) {
+	fmt.Fprintf(b, "%s, %s:", count(len(ds), "delivery"), order)
+	for _, d := range ds {
+		b.WriteString("\n- ")
+		writeDelivery(b, d)
+	}
 }
 
 func writeEnvelope(b *strings.Builder, e wire.Envelope) {

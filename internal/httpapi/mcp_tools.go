@@ -65,8 +65,9 @@ func toolGroupsOf(p *auth.Principal) toolGroup {
 }
 
 // Tool arguments. These types give the input schemas (a jsonschema tag is
-// a field's description); decodeArgs reads calls by their JSON names and
-// Go kinds, then the operation parses the values as REST does.
+// a field's description; an embedded struct's fields are arguments of the
+// embedding one); decodeArgs reads calls by their JSON names and Go kinds,
+// then the operation parses the values as REST does.
 
 type noArgs struct{}
 
@@ -75,11 +76,11 @@ type restaurantArgs struct {
 }
 
 type deliveriesArgs struct {
-	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	From         string `json:"from" jsonschema:"Start of the window, inclusive: epoch milliseconds as a string of digits, e.g. \"1767225600000\" (an integer of the same digits is accepted too)."`
-	To           string `json:"to" jsonschema:"End of the window, inclusive, at most {max-span} after from: epoch milliseconds as a string of digits (an integer of the same digits is accepted too)."`
-	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, {limit-range}. Keep it unchanged while paging."`
-	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty for the first page."`
+	restaurantArgs
+	From   string `json:"from" jsonschema:"Start of the window, inclusive: epoch milliseconds as a string of digits, e.g. \"1767225600000\" (an integer of the same digits is accepted too)."`
+	To     string `json:"to" jsonschema:"End of the window, inclusive, at most {max-span} after from: epoch milliseconds as a string of digits (an integer of the same digits is accepted too)."`
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, {limit-range}. Keep it unchanged while paging."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty for the first page."`
 }
 
 type changesArgs struct {
@@ -88,27 +89,27 @@ type changesArgs struct {
 }
 
 type deliveryChangesArgs struct {
-	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	Limit        *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, 1 to 100; 20 when absent."`
-	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, or the changesCursor of an earlier call's last page to get only the deliveries received since; absent or empty to start at the first delivery received."`
+	restaurantArgs
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Deliveries per page, 1 to 100; 20 when absent."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, or the changesCursor of an earlier call's last page to get only the deliveries received since; absent or empty to start at the first delivery received."`
 }
 
 type deliveryArgs struct {
-	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	DeliveryID   string `json:"deliveryId" jsonschema:"The delivery's id, as list_deliveries returns it."`
+	restaurantArgs
+	DeliveryID string `json:"deliveryId" jsonschema:"The delivery's id, as list_deliveries returns it."`
 }
 
 type walkArgs struct {
-	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	Collection   string `json:"collection" jsonschema:"The collection to walk, as list_collections returns it."`
-	Limit        *int   `json:"limit,omitempty" jsonschema:"Records per page, {limit-range}. Keep it unchanged for a whole walk."`
-	Cursor       string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; or the changesCursor of an earlier walk's last page, to walk only what changed since; absent or empty for a new full walk."`
+	restaurantArgs
+	Collection string `json:"collection" jsonschema:"The collection to walk, as list_collections returns it."`
+	Limit      *int   `json:"limit,omitempty" jsonschema:"Records per page, {limit-range}. Keep it unchanged for a whole walk."`
+	Cursor     string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; or the changesCursor of an earlier walk's last page, to walk only what changed since; absent or empty for a new full walk."`
 }
 
 type recordArgs struct {
-	RestaurantID string `json:"restaurantId" jsonschema:"The restaurant, as list_restaurants returns it."`
-	Collection   string `json:"collection" jsonschema:"The record's collection, as list_collections returns it."`
-	RecordID     string `json:"recordId" jsonschema:"The record's id (the id of an item of walk_records)."`
+	restaurantArgs
+	Collection string `json:"collection" jsonschema:"The record's collection, as list_collections returns it."`
+	RecordID   string `json:"recordId" jsonschema:"The record's id (the id of an item of walk_records)."`
 }
 
 // mcpTool is one tool: its definition, and the route whose operation and
@@ -224,6 +225,9 @@ func (t *mcpTool) define() error {
 	t.required = in.Required
 	t.argKinds = map[string]reflect.Kind{}
 	for _, f := range reflect.VisibleFields(t.args) {
+		if f.Anonymous {
+			continue // its fields are visible too
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		k := f.Type.Kind()
 		if k == reflect.Pointer {

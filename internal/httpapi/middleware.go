@@ -56,9 +56,8 @@ func withRequestID(c *gin.Context) {
 	c.Set(ctxRequestID, id)
 	c.Header(HeaderRequestID, id)
 	if t := traceID(c.Request.Header); t != "" {
-		c.Set(ctxTraceID, t)
-		// Also in the request's context, for log lines written where only
-		// the context travels (an MCP tool runs inside the SDK).
+		// In the request's context, which travels where the gin context
+		// does not (an MCP tool runs inside the SDK).
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), traceIDKey{}, t))
 	}
 	c.Next()
@@ -67,8 +66,9 @@ func withRequestID(c *gin.Context) {
 // traceIDKey holds the trace id in a request's context.
 type traceIDKey struct{}
 
-// ctxLogAttrs is logAttrs for code that has the request's context and id
-// but not its gin context.
+// ctxLogAttrs starts every log line about a request: its request id, the
+// trace id when the client sent a valid traceparent (from ctx, the
+// request's context), then more. logAttrs is the same from a gin context.
 func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 2+len(more))
 	attrs = append(attrs, slog.String("request_id", reqID))
@@ -80,15 +80,9 @@ func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.At
 
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
 
-// logAttrs starts every log line about a request: its request id, the trace
-// id when the client sent a valid traceparent, then more.
+// logAttrs is ctxLogAttrs for a request's gin context.
 func logAttrs(c *gin.Context, more ...slog.Attr) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 2+len(more))
-	attrs = append(attrs, slog.String("request_id", requestID(c)))
-	if t := c.GetString(ctxTraceID); t != "" {
-		attrs = append(attrs, slog.String("trace_id", t))
-	}
-	return append(attrs, more...)
+	return ctxLogAttrs(c.Request.Context(), requestID(c), more...)
 }
 
 // instrument feeds the HTTP families of the metrics. It runs first, so it

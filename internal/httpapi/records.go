@@ -79,12 +79,12 @@ func (a *API) recordsWalk(ctx context.Context, r request) (wire.WalkPage, error)
 	walk := metrics.WalkRecords
 	if from.Changes {
 		walk = metrics.WalkChanges
-		page, err = a.store.RecordChanges(ctx, w.Restaurant, w.Collection, limit, from.Since)
+		page, err = a.store.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit, Since: from.Since})
 		if errors.Is(err, store.ErrAheadOfStream) {
 			return wire.WalkPage{}, a.cursors.Ahead(cursor.KindChanges)
 		}
 	} else {
-		page, err = a.store.RecordWalk(ctx, w.Restaurant, w.Collection, limit, from.After)
+		page, err = a.store.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit, Pos: from.After})
 	}
 	if err != nil {
 		return wire.WalkPage{}, err

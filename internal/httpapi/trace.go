@@ -8,9 +8,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ctxTraceID holds the trace id of the request's traceparent, when valid.
-const ctxTraceID = "foodsafe.traceID"
-
 // HeaderTraceparent is the W3C Trace Context header.
 const HeaderTraceparent = "Traceparent"
 

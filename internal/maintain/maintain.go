@@ -165,7 +165,7 @@ func (r *Runner) compact(ctx context.Context) (int64, error) {
 			return err
 		}
 		return r.batches(ctx, func() (int64, error) {
-			return r.store.ChangesCompact(ctx, id, now.UnixMilli(), horizon, r.set.Batch)
+			return r.store.ChangesCompact(ctx, store.ChangesCompactParams{RestaurantID: id, Now: now.UnixMilli(), Horizon: horizon, Max: r.set.Batch})
 		}, &total)
 	})
 	return total, err

@@ -1,6 +1,9 @@
 package refdocs
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -69,6 +72,40 @@ func CLIMismatches(root *cobra.Command, page string) []string {
 	for s := range sections {
 		if !commands[s] {
 			bad = append(bad, "section "+s+" is no command")
+		}
+	}
+	return bad
+}
+
+// DocsGenMismatches runs `docs gen` of root, a binary's command tree as
+// its main builds it, into a temporary directory, and checks what it
+// wrote: each of pages is there, the binary's command-line page describes
+// root as CLIMismatches requires, and none of hidden (commands and flags
+// the binary hides) appears on that page.
+func DocsGenMismatches(ctx context.Context, root *cobra.Command, pages []string, hidden ...string) []string {
+	dir, err := os.MkdirTemp("", "docs-gen-")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	root.SetArgs([]string{"docs", "gen", dir})
+	if err := root.ExecuteContext(ctx); err != nil {
+		return []string{"docs gen: " + err.Error()}
+	}
+	var bad []string
+	for _, p := range pages {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, CLIPage(root.Name())))
+	if err != nil {
+		return append(bad, err.Error())
+	}
+	bad = append(bad, CLIMismatches(root, string(page))...)
+	for _, h := range hidden {
+		if strings.Contains(string(page), h) {
+			bad = append(bad, h+" is documented")
 		}
 	}
 	return bad

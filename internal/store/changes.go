@@ -41,22 +41,32 @@ func (s *Store) StreamsHorizon(ctx context.Context) (Snapshot, error) {
 	return Snapshot{Xmin: r.Xmin, Xmax: r.Xmax, Xip: r.Xip}, translate(err)
 }
 
-// StreamsChanged lists the streams of the groups last written by a
-// transaction that snapshot since could not see, ordered by restaurant
-// then stream (bytewise) strictly after (afterRestaurant, afterStream),
-// at most limit+1 of them, so the caller can tell whether another page
-// follows. One statement per group, each one index probe per restaurant;
-// their rows are merged here.
-func (s *Store) StreamsChanged(ctx context.Context, groups []StreamGroup, since Snapshot, afterRestaurant, afterStream string, limit int) ([]StreamHead, error) {
-	xip := since.Xip
+// StreamsChangedParams selects one page of StreamsChanged.
+type StreamsChangedParams struct {
+	Groups []StreamGroup
+	Since  Snapshot
+	// AfterRestaurant and AfterStream are the last stream of the previous
+	// page; both empty for the first.
+	AfterRestaurant, AfterStream string
+	Limit                        int
+}
+
+// StreamsChanged lists the streams of p.Groups last written by a
+// transaction that snapshot p.Since could not see, ordered by restaurant
+// then stream (bytewise) strictly after (p.AfterRestaurant,
+// p.AfterStream), at most p.Limit+1 of them, so the caller can tell
+// whether another page follows. One statement per group, each one index
+// probe per restaurant; their rows are merged here.
+func (s *Store) StreamsChanged(ctx context.Context, p StreamsChangedParams) ([]StreamHead, error) {
+	xip := p.Since.Xip
 	if xip == nil {
 		xip = []int64{}
 	}
 	var out []StreamHead
-	for _, g := range groups {
+	for _, g := range p.Groups {
 		rows, err := s.q.StreamsChanged(ctx, db.StreamsChangedParams{
-			RestaurantIds: g.Restaurants, Xmin: since.Xmin, Xmax: since.Xmax, Xip: xip, Streams: g.Streams,
-			AfterRestaurant: afterRestaurant, AfterStream: afterStream, MaxRows: int32(limit + 1),
+			RestaurantIds: g.Restaurants, Xmin: p.Since.Xmin, Xmax: p.Since.Xmax, Xip: xip, Streams: g.Streams,
+			AfterRestaurant: p.AfterRestaurant, AfterStream: p.AfterStream, MaxRows: int32(p.Limit + 1),
 		})
 		if err != nil {
 			return nil, translate(err)
@@ -71,5 +81,5 @@ func (s *Store) StreamsChanged(ctx context.Context, groups []StreamGroup, since 
 		}
 		return strings.Compare(a.Stream, b.Stream)
 	})
-	return out[:min(len(out), limit+1)], nil
+	return out[:min(len(out), p.Limit+1)], nil
 }

@@ -104,33 +104,50 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 	return out, true, err
 }
 
+// DeliveryKey names one delivery: the restaurant and delivery id of every
+// delivery-level request path.
+type DeliveryKey struct {
+	RestaurantID string
+	DeliveryID   string
+}
+
 // DeliveryGet reads one delivery, or the one 404.
-func (s *Store) DeliveryGet(ctx context.Context, restaurantID, id string) (wire.Delivery, error) {
-	row, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: restaurantID, ID: id})
+func (s *Store) DeliveryGet(ctx context.Context, k DeliveryKey) (wire.Delivery, error) {
+	row, err := s.q.DeliveryGet(ctx, db.DeliveryGetParams{RestaurantID: k.RestaurantID, ID: k.DeliveryID})
 	if err != nil {
 		return wire.Delivery{}, translate(err)
 	}
 	return deliveryFromRow(row)
 }
 
-// DeliveryList reads up to limit deliveries with occurredAt in [from, to],
-// newest first, after pos when given. more reports whether another page
-// exists: one extra row is fetched, so a page that ends the range exactly
-// is known to be the last.
-func (s *Store) DeliveryList(ctx context.Context, restaurantID string, from, to int64, limit int, after *DeliveryPos) (page []wire.Delivery, more bool, err error) {
+// DeliveryListParams selects one page of a restaurant's deliveries.
+type DeliveryListParams struct {
+	RestaurantID string
+	// From and To bound occurredAt (epoch ms), both included.
+	From, To int64
+	Limit    int
+	// After is where the previous page ended; nil for the first page.
+	After *DeliveryPos
+}
+
+// DeliveryList reads up to p.Limit deliveries with occurredAt in
+// [p.From, p.To], newest first, after p.After when given. more reports
+// whether another page exists: one extra row is fetched, so a page that
+// ends the range exactly is known to be the last.
+func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []wire.Delivery, more bool, err error) {
 	var rows []db.Delivery
-	if after == nil {
+	if p.After == nil {
 		rows, err = s.q.DeliveryListFirst(ctx, db.DeliveryListFirstParams{
-			RestaurantID: restaurantID, FromMs: from, ToMs: to, MaxRows: int32(limit + 1)})
+			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)})
 	} else {
 		rows, err = s.q.DeliveryListAfter(ctx, db.DeliveryListAfterParams{
-			RestaurantID: restaurantID, FromMs: from, AfterOccurredAt: after.OccurredAt, AfterID: after.ID, MaxRows: int32(limit + 1)})
+			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)})
 	}
 	if err != nil {
 		return nil, false, translate(err)
 	}
-	if len(rows) > limit {
-		rows, more = rows[:limit], true
+	if len(rows) > p.Limit {
+		rows, more = rows[:p.Limit], true
 	}
 	page = make([]wire.Delivery, len(rows))
 	for i, r := range rows {

@@ -214,9 +214,8 @@ func (s *Store) AssetList(ctx context.Context, k RecordKey) ([]wire.FileItem, er
 
 // ImageKey names one delivery photograph.
 type ImageKey struct {
-	RestaurantID string
-	DeliveryID   string
-	ImageID      string
+	DeliveryKey
+	ImageID string
 }
 
 // DeliveryImagePut records a verified delivery photograph. The same bytes
@@ -251,8 +250,8 @@ func imageItem(r db.DeliveryImage) wire.FileItem {
 
 // DeliveryImageList lists a delivery's images by id; the one 404 for an
 // unknown delivery.
-func (s *Store) DeliveryImageList(ctx context.Context, restaurantID, deliveryID string) ([]wire.FileItem, error) {
-	rows, err := s.q.DeliveryImageList(ctx, db.DeliveryImageListParams{RestaurantID: restaurantID, DeliveryID: deliveryID})
+func (s *Store) DeliveryImageList(ctx context.Context, k DeliveryKey) ([]wire.FileItem, error) {
+	rows, err := s.q.DeliveryImageList(ctx, db.DeliveryImageListParams{RestaurantID: k.RestaurantID, DeliveryID: k.DeliveryID})
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -154,11 +154,12 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 	})
 }
 
-// KeyUngrant removes scopes (all of them when scopes is empty) of one
-// restaurant from a key, reporting how many grants went away. Session
-// tokens carrying a removed grant are deleted with it. When it returns,
-// no server lets the key use what was removed (keyCommand).
-func (s *Store) KeyUngrant(ctx context.Context, publicID, restaurantID string, scopes []string) (int64, error) {
+// KeyUngrant removes g.Scopes (all the key holds on g.RestaurantID when
+// g.Scopes is empty) from a key, reporting how many grants went away.
+// Session tokens carrying a removed grant are deleted with it. When it
+// returns, no server lets the key use what was removed (keyCommand).
+func (s *Store) KeyUngrant(ctx context.Context, publicID string, g auth.Grant) (int64, error) {
+	restaurantID, scopes := g.RestaurantID, g.Scopes
 	var n int64
 	err := s.keyCommand(ctx, func(q *db.Queries) error {
 		k, err := keyByPublicID(ctx, q, publicID)

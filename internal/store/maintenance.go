@@ -31,11 +31,21 @@ func (s *Store) ChangesStamp(ctx context.Context, restaurantID string, now int64
 	return rows, translate(err)
 }
 
-// ChangesCompact drops the data of up to n versions of the restaurant
-// superseded before horizon (epoch ms), oldest first, and says how many.
-func (s *Store) ChangesCompact(ctx context.Context, restaurantID string, now, horizon int64, n int) (int64, error) {
+// ChangesCompactParams says which versions ChangesCompact compacts.
+type ChangesCompactParams struct {
+	RestaurantID string
+	// Now is the time of the run and Horizon the supersession time before
+	// which a version's data goes (both epoch ms).
+	Now, Horizon int64
+	// Max bounds the batch.
+	Max int
+}
+
+// ChangesCompact drops the data of up to p.Max versions of the restaurant
+// superseded before p.Horizon, oldest first, and says how many.
+func (s *Store) ChangesCompact(ctx context.Context, p ChangesCompactParams) (int64, error) {
 	rows, err := s.q.RecordChangesCompact(ctx, db.RecordChangesCompactParams{
-		Now: now, RestaurantID: restaurantID, Horizon: horizon, MaxRows: int32(n)})
+		Now: p.Now, RestaurantID: p.RestaurantID, Horizon: p.Horizon, MaxRows: int32(p.Max)})
 	return rows, translate(err)
 }
 

@@ -223,28 +223,47 @@ type WalkPage struct {
 // restored or reset); the copy built from it must be rebuilt.
 var ErrAheadOfStream = errors.New("position beyond the head of the stream")
 
+// RecordWalkParams selects one page of a snapshot walk of one stream.
+type RecordWalkParams struct {
+	RestaurantID string
+	Collection   string
+	Limit        int
+	// Pos continues a walk; nil starts one.
+	Pos *WalkPos
+}
+
 // RecordWalk reads one page of a snapshot walk: records as they stood at
-// the pinned position, by sequence ascending. The first page (pos nil) pins
-// the stream's current head. Next is nil on the last page; one extra row
-// is read so a page that ends the walk exactly says so.
-func (s *Store) RecordWalk(ctx context.Context, restaurantID, collection string, limit int, pos *WalkPos) (WalkPage, error) {
-	p := db.RecordWalkPageParams{RestaurantID: restaurantID, Collection: collection, MaxRows: int32(limit + 1)}
-	if pos != nil {
-		p.Pinned, p.AfterSequence = &pos.Pinned, pos.After
+// the pinned position, by sequence ascending. The first page (p.Pos nil)
+// pins the stream's current head. Next is nil on the last page; one extra
+// row is read so a page that ends the walk exactly says so.
+func (s *Store) RecordWalk(ctx context.Context, p RecordWalkParams) (WalkPage, error) {
+	q := db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, MaxRows: int32(p.Limit + 1)}
+	if p.Pos != nil {
+		q.Pinned, q.AfterSequence = &p.Pos.Pinned, p.Pos.After
 	}
-	return s.walkPage(ctx, restaurantID, collection, limit, p)
+	return s.walkPage(ctx, p.Limit, q)
+}
+
+// RecordChangesParams selects the first page of a changes walk of one
+// stream.
+type RecordChangesParams struct {
+	RestaurantID string
+	Collection   string
+	Limit        int
+	// Since is the position of the walk the changes are since.
+	Since int64
 }
 
 // RecordChanges reads the first page of a changes walk: it pins the
 // stream's current head P2 and returns the records whose state at P2 was
-// written after since (created, updated or deleted since a walk pinned at
-// since), each once, in that state, by sequence. It is the walk query with
-// after = since, so later pages are ordinary RecordWalk pages. since beyond
-// the head is ErrAheadOfStream.
-func (s *Store) RecordChanges(ctx context.Context, restaurantID, collection string, limit int, since int64) (WalkPage, error) {
-	page, err := s.walkPage(ctx, restaurantID, collection, limit,
-		db.RecordWalkPageParams{RestaurantID: restaurantID, Collection: collection, AfterSequence: since, MaxRows: int32(limit + 1)})
-	if err == nil && page.Pinned < since {
+// written after p.Since (created, updated or deleted since a walk pinned
+// at p.Since), each once, in that state, by sequence. It is the walk query
+// with after = p.Since, so later pages are ordinary RecordWalk pages.
+// p.Since beyond the head is ErrAheadOfStream.
+func (s *Store) RecordChanges(ctx context.Context, p RecordChangesParams) (WalkPage, error) {
+	page, err := s.walkPage(ctx, p.Limit,
+		db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, AfterSequence: p.Since, MaxRows: int32(p.Limit + 1)})
+	if err == nil && page.Pinned < p.Since {
 		return WalkPage{}, ErrAheadOfStream
 	}
 	return page, err
@@ -273,8 +292,9 @@ func putWalkRows(buf *[]db.RecordWalkPageRow, rows []db.RecordWalkPageRow) {
 	walkRows.Put(buf)
 }
 
-// walkPage runs one page of RecordWalkPage and merges its branches.
-func (s *Store) walkPage(ctx context.Context, restaurantID, collection string, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
+// walkPage runs one page of RecordWalkPage (limit rows, and one more to
+// look ahead) and merges its branches.
+func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
 	buf := walkRows.Get().(*[]db.RecordWalkPageRow)
 	rows, err := s.q.RecordWalkPageInto(ctx, p, slices.Grow((*buf)[:0], limit+1))
 	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
@@ -298,7 +318,7 @@ func (s *Store) walkPage(ctx context.Context, restaurantID, collection string, l
 		out.Next = &WalkPos{Pinned: out.Pinned, After: rows[limit-1].Sequence}
 	}
 	for _, r := range rows {
-		out.Records = append(out.Records, walkVersion(restaurantID, collection, r).envelope())
+		out.Records = append(out.Records, walkVersion(p.RestaurantID, p.Collection, r).envelope())
 	}
 	return out, nil
 }

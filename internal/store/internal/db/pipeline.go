@@ -1,6 +1,9 @@
 // This file is written by hand (sqlc generates the others): sqlc compiles
 // each statement on its own and has no batch spanning several, so the one
 // pipeline ingest needs is assembled here from the compiled statements.
+// Their arguments and columns go by position, as in sqlc's functions;
+// TestPipelinesAgreeWithSqlc holds both orders to sqlc's, so a statement
+// whose parameters or columns change fails it instead of compiling.
 
 package db
 
