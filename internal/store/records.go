@@ -324,7 +324,12 @@ func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPagePara
 }
 
 // version is one stored state of a record, whichever table or query it
-// was read from; each row type has its converter below.
+// was read from; each row type has its converter below. sqlc gives each
+// query a row type of its own (with its own columns: the walk's rows carry
+// no restaurant or collection, a change carries its digest), and Go's
+// generics cannot read fields through a type parameter, so the four
+// converters stay; their literals are keyed, so reordering version's
+// fields, several of one type, cannot pair a column with the wrong field.
 type version struct {
 	restaurantID, collection, recordID string
 	sequence                           int64
@@ -337,13 +342,15 @@ type version struct {
 }
 
 func recordVersion(r db.Record) version {
-	return version{r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+	return version{restaurantID: r.RestaurantID, collection: r.Collection, recordID: r.RecordID, sequence: r.Sequence,
+		mutationID: r.MutationID, deleted: r.Deleted, data: r.Data, capturedAt: r.CapturedAt,
+		receivedAt: r.ReceivedAt, sourceVersion: r.SourceVersion, payloadVersion: r.PayloadVersion}
 }
 
 func changeVersion(c db.RecordChange) version {
-	return version{c.RestaurantID, c.Collection, c.RecordID, c.Sequence, c.MutationID, c.Deleted,
-		c.Data, c.CapturedAt, c.ReceivedAt, c.SourceVersion, c.PayloadVersion}
+	return version{restaurantID: c.RestaurantID, collection: c.Collection, recordID: c.RecordID, sequence: c.Sequence,
+		mutationID: c.MutationID, deleted: c.Deleted, data: c.Data, capturedAt: c.CapturedAt,
+		receivedAt: c.ReceivedAt, sourceVersion: c.SourceVersion, payloadVersion: c.PayloadVersion}
 }
 
 // applyChange appends a change and makes it the record's current state,
@@ -397,13 +404,15 @@ func (s *Store) onCitus(ctx context.Context, q *db.Queries) (bool, error) {
 func (s *Store) UseDistributedIngest() { s.citus.Store(2) }
 
 func appliedVersion(r db.RecordChangeAppendRow) version {
-	return version{r.RestaurantID, r.Collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+	return version{restaurantID: r.RestaurantID, collection: r.Collection, recordID: r.RecordID, sequence: r.Sequence,
+		mutationID: r.MutationID, deleted: r.Deleted, data: r.Data, capturedAt: r.CapturedAt,
+		receivedAt: r.ReceivedAt, sourceVersion: r.SourceVersion, payloadVersion: r.PayloadVersion}
 }
 
 func walkVersion(restaurantID, collection string, r db.RecordWalkPageRow) version {
-	return version{restaurantID, collection, r.RecordID, r.Sequence, r.MutationID, r.Deleted,
-		r.Data, r.CapturedAt, r.ReceivedAt, r.SourceVersion, r.PayloadVersion}
+	return version{restaurantID: restaurantID, collection: collection, recordID: r.RecordID, sequence: r.Sequence,
+		mutationID: r.MutationID, deleted: r.Deleted, data: r.Data, capturedAt: r.CapturedAt,
+		receivedAt: r.ReceivedAt, sourceVersion: r.SourceVersion, payloadVersion: r.PayloadVersion}
 }
 
 // envelope is the wire form of the version (spec 2.3); a tombstone has no
