@@ -1,6 +1,6 @@
 -- The online way to apply migration 00013 (data from jsonb to json) to a
 -- table too large for the migration's pause: ALTER COLUMN TYPE rewrites the
--- table under an ACCESS EXCLUSIVE lock (README, "Storage of data", gives
+-- table under an ACCESS EXCLUSIVE lock (docs/dbas.md, "Storage of data", gives
 -- its time per million rows). This script converts the rows in small
 -- batches, each its own short transaction, while the service runs, and
 -- swaps the columns in one transaction that only changes the catalogue.
