@@ -26,6 +26,11 @@
 # writers use 8 of them).
 #
 # Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
+#   [BENCH_ROWS="words"] [BENCH_DB=name]
+# BENCH_ROWS runs only the rows whose label contains one of the words
+# (e.g. BENCH_ROWS="deliveries walk" or BENCH_ROWS=ingest); default all.
+# BENCH_DB names the database (default foodsafe_bench_http, dropped
+# first), so two runs on one server do not drop each other's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin/foodsafe}
@@ -39,8 +44,10 @@ command -v pgbench >/dev/null || { echo "pgbench is not installed (apt-get insta
 [ -x "$BARE" ] || { echo "$BARE is missing: run make bench-http" >&2; exit 2; }
 
 ADMIN_URL=${BENCH_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/foodsafe_bench_http?sslmode=disable
-psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS foodsafe_bench_http WITH (FORCE)" >/dev/null
+BENCH_DB=${BENCH_DB:-foodsafe_bench_http}
+[[ $BENCH_DB =~ ^[a-z_][a-z0-9_]*$ ]] || { echo "BENCH_DB must be a plain lower-case name" >&2; exit 2; }
+export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/$BENCH_DB?sslmode=disable
+psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" >/dev/null
 "$BIN" migrate --create-database >/dev/null
 for r in r1 r2 r3 r4 r5 r6 r7 r8; do "$BIN" restaurants add "$r" 2>/dev/null; done
 KEY=$("$BIN" keys create --name bench --grant r1=areas:read,areas:write,deliveries:read,drive-files:read \
@@ -66,10 +73,11 @@ FROM record_changes;
 INSERT INTO collection_streams VALUES ('r1', 'areas', $N);
 INSERT INTO collection_streams SELECT 'r' || s, 'areas', 5000 FROM generate_series(2, 8) s;
 INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records,
-                        non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256)
+                        non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_sequence)
 SELECT 'r1', 'd' || lpad(g::text, 6, '0'), 1700000000000 + g * 60000, true, 's1', 'Supplier', '[]', '{}', '{}', NULL, 0,
-       sha256(g::text::bytea)
+       sha256(g::text::bytea), g
 FROM generate_series(1, 10000) g;
+INSERT INTO collection_streams VALUES ('r1', 'deliveries', 10000);
 INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version)
 VALUES ('r1', 'drive-files', 'file-1', 1, 'seed-file-1', false,
         '{"s3Key":"plan.pdf","name":"Plan","sizeBytes":1,"asset":{"objectKey":"plan.pdf","status":"uploaded","contentType":"application/pdf","byteLength":1,"sha256":"$(printf 'ab%.0s' $(seq 32))"}}',
@@ -205,8 +213,16 @@ KEYVARS=(-D public_id="$PUBLIC")
 SEQ_MID=$((N / 2))
 echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
 printf '%-42s %9s %8s %8s %9s %22s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)"
+# want LABEL: whether BENCH_ROWS selects the row.
+want() {
+  [ -z "${BENCH_ROWS:-}" ] && return 0
+  local w
+  for w in $BENCH_ROWS; do [[ $1 == *"$w"* ]] && return 0; done
+  return 1
+}
 row() { # label path data-script key+data-script vars...
   local label=$1 path=$2 data=$3 both=$4; shift 4
+  want "$label" || return 0
   read -r rps p50 p99 bad dbu < <(wrkrun "$path")
   local tb td br
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
@@ -233,8 +249,9 @@ row "walk, first page of 100" "/v1/restaurants/r1/collections/areas/records?limi
   -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101
 
 # The middle page's cursor, from a walk the service itself started.
-cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BASE/v1/restaurants/r1/collections/areas/records?limit=100" | sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
-for _ in $(seq 1 499); do
+cursor=
+want "walk, page 501" && cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BASE/v1/restaurants/r1/collections/areas/records?limit=100" | sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
+[ -n "$cursor" ] && for _ in $(seq 1 499); do
   cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BASE/v1/restaurants/r1/collections/areas/records?limit=100&cursor=$cursor" |
     sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
 done
@@ -325,6 +342,8 @@ done
 ingestscript replay update | sed -E "s/\('pg-' \|\| :client_id \|\| '-' \|\| :m\)/('seed-' || :rec)/" >"$work/ingest-replay.sql"
 txrows=()
 ingestrow() { # label streams new|update|replay
+  want "$1" || return 0
+  if [ "$3" = replay ] && [ ! -s "$work/counts-$2" ]; then echo "$1: skipped (needs its updates row)"; return 0; fi
   local rps p50 p99 bad dbu tb tt= limits=() run=run$RANDOM$RANDOM-s$2
   # A replay run sends its update run's ids again, as many as it sent.
   if [ "$3" = replay ]; then read -r -a limits <"$work/counts-$2" || true; run=$(cat "$work/run-$2"); fi
