@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"sync"
@@ -79,7 +81,7 @@ func (a *API) serve(o operation) handler {
 		if ap, ok := out.(jsonAppender); ok && writeAppended(c, ap) {
 			return nil
 		}
-		c.PureJSON(http.StatusOK, out)
+		writePureJSON(c, out)
 		return nil
 	}
 }
@@ -114,4 +116,27 @@ func writeAppended(c *gin.Context, ap jsonAppender) bool {
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", append(b, '\n'))
 	return true
+}
+
+// writePureJSON writes v as c.PureJSON does (encoding/json, no HTML
+// escaping, a trailing newline), encoded first into a kept buffer: the
+// answer goes out in one write with a Content-Length, where PureJSON
+// streams it in 4 KiB pieces with chunked encoding. When v does not
+// encode, PureJSON fails as it always did.
+func writePureJSON(c *gin.Context, v any) {
+	bp := bodyBuffers.Get().(*[]byte)
+	buf := bytes.NewBuffer((*bp)[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	if err == nil {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+	}
+	if b := buf.Bytes(); cap(b) <= maxPooledBody {
+		*bp = b[:0]
+		bodyBuffers.Put(bp)
+	}
+	if err != nil {
+		c.PureJSON(http.StatusOK, v)
+	}
 }
