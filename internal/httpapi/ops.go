@@ -87,7 +87,8 @@ func (a *API) serve(o operation) handler {
 }
 
 // jsonAppender is a result that writes its own JSON (wire.WalkPage and
-// wire.Envelope: records, whose data is already JSON; see wire/append.go).
+// wire.Envelope: records, whose data is already JSON; a page of
+// deliveries; see wire/append.go).
 type jsonAppender interface {
 	AppendJSON([]byte) ([]byte, error)
 }

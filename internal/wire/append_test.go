@@ -62,3 +62,128 @@ func TestAppendJSONRefusesInvalidUTF8(t *testing.T) {
 		t.Fatalf("invalid UTF-8: %v", err)
 	}
 }
+
+// A page of deliveries written by hand is the JSON encoding/json writes
+// (every field set in one of the deliveries; nil lists are null there
+// too), and a page of items that do not append themselves is refused,
+// for encoding/json to write.
+func TestDeliveryPageAppendJSONMatchesEncodingJSON(t *testing.T) {
+	tricky := "é \"quoted\" \\ \n\t\x01 <script> & \u2028\u2029 😀"
+	note, next := tricky, "c.1-_"
+	pages := []Page[Delivery]{
+		{},
+		{Data: []Delivery{}},
+		{Data: []Delivery{{
+			ID: tricky, RestaurantID: "r1", OccurredAt: 9223372036854775807, IsCompliant: true,
+			Supplier: Supplier{ID: tricky, Name: "S"},
+			TemperatureRecords: []TemperatureRecord{
+				{Product: tricky, LotNumber: "L1", Unit: "°C", Value: "3.50"},
+				{Product: "p", Value: "-0.5e+2"}, {Product: "zero"},
+			},
+			NonComplianceReasons: []string{tricky, ""}, CorrectiveActions: []string{"a"},
+			Commentary: &note, ImageCount: 3,
+		}, {ID: "d2", RestaurantID: "r1"}}, NextCursor: &next},
+	}
+	for i, p := range pages {
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w, g any
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("page %d: not JSON: %v\n%s", i, err, got)
+		}
+		if !reflect.DeepEqual(w, g) {
+			t.Errorf("page %d:\nencoding/json: %s\nAppendJSON:    %s", i, want, got)
+		}
+	}
+	full := reflect.ValueOf(pages[2].Data[0])
+	for i := 0; i < full.NumField(); i++ {
+		if full.Field(i).IsZero() {
+			t.Errorf("set Delivery.%s in this test", full.Type().Field(i).Name)
+		}
+	}
+	if _, err := (Page[Supplier]{Data: []Supplier{{ID: "s"}}}).AppendJSON(nil); err == nil {
+		t.Error("a page of items without AppendJSON was written")
+	}
+	bad := Page[Delivery]{Data: []Delivery{{TemperatureRecords: []TemperatureRecord{{Value: "1e"}}}}}
+	if _, err := bad.AppendJSON(nil); err == nil {
+		t.Error("an invalid number was written")
+	}
+	if _, err := json.Marshal(bad); err == nil {
+		t.Error("encoding/json wrote an invalid number")
+	}
+}
+
+func TestIsNumber(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "10", "3.50", "-0.5e+2", "1E9", "1e-0"} {
+		if !isNumber(s) {
+			t.Errorf("%q is a number", s)
+		}
+	}
+	for _, s := range []string{"", "-", "01", "1.", ".5", "1e", "1e+", "+1", "0x1", "NaN", "1 ", "1.5.5"} {
+		if isNumber(s) {
+			t.Errorf("%q is not a number", s)
+		}
+	}
+}
+
+// pureJSON is what gin's PureJSON writes for v, less the trailing newline.
+func pureJSON(t *testing.T, v any) string {
+	t.Helper()
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// The hand-written writers are byte for byte what encoding/json writes
+// without HTML escaping, strings included (data excepted: it is copied as
+// stored, which ingest compacted, as it is here).
+func TestAppendJSONIsByteForByte(t *testing.T) {
+	var all strings.Builder
+	for c := 0; c < 0x80; c++ {
+		all.WriteByte(byte(c))
+	}
+	strs := []string{"", all.String(), "é 😀 \u2028\u2029 \u2027\u202a <b>&amp;", "\ufffd", "a\u2028"}
+	for _, s := range strs {
+		got, err := appendString(nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pureJSON(t, s); string(got) != want {
+			t.Errorf("%q:\nencoding/json %s\nappendString  %s", s, want, got)
+		}
+	}
+	sv := strs[2]
+	next := "c1"
+	values := []interface {
+		AppendJSON([]byte) ([]byte, error)
+	}{
+		WalkPage{Data: []Envelope{{ID: strs[1], RestaurantID: strs[2], Collection: "areas", Data: json.RawMessage(`{"a":[1.50,"<\u2028>"]}`),
+			CapturedAt: 1, ReceivedAt: 2, Sequence: 3, MutationID: "m", SourceVersion: &sv, PayloadVersion: 1, StateKind: StateKind}},
+			NextCursor: &next},
+		Page[Delivery]{Data: []Delivery{{ID: strs[1], RestaurantID: "r1", OccurredAt: 5, Supplier: Supplier{ID: strs[2], Name: strs[4]},
+			TemperatureRecords:   []TemperatureRecord{{Product: strs[2], Unit: "°C", Value: "3.50"}, {}},
+			NonComplianceReasons: strs, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: 1}, {}}},
+	}
+	for i, v := range values {
+		got, err := v.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pureJSON(t, v); string(got) != want {
+			t.Errorf("value %d:\nencoding/json %s\nAppendJSON    %s", i, want, got)
+		}
+	}
+}
