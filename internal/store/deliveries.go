@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
@@ -135,14 +139,16 @@ type DeliveryListParams struct {
 // whether another page exists: one extra row is fetched, so a page that
 // ends the range exactly is known to be the last.
 func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []wire.Delivery, more bool, err error) {
-	var rows []db.Delivery
+	buf := deliveryRows.Get().(*[]db.Delivery)
+	rows := slices.Grow((*buf)[:0], p.Limit+1)
 	if p.After == nil {
-		rows, err = s.q.DeliveryListFirst(ctx, db.DeliveryListFirstParams{
-			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)})
+		rows, err = s.q.DeliveryListFirstInto(ctx, db.DeliveryListFirstParams{
+			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)}, rows)
 	} else {
-		rows, err = s.q.DeliveryListAfter(ctx, db.DeliveryListAfterParams{
-			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)})
+		rows, err = s.q.DeliveryListAfterInto(ctx, db.DeliveryListAfterParams{
+			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)}, rows)
 	}
+	defer putDeliveryRows(buf, rows) // every row read, the look-ahead row too
 	if err != nil {
 		return nil, false, translate(err)
 	}
@@ -150,28 +156,143 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 		rows, more = rows[:p.Limit], true
 	}
 	page = make([]wire.Delivery, len(rows))
+	var dec tempsDecoder
 	for i, r := range rows {
-		if page[i], err = deliveryFromRow(r); err != nil {
+		if page[i], err = dec.fromRow(r); err != nil {
 			return nil, false, err
 		}
 	}
 	return page, more, nil
 }
 
+// deliveryRows keeps the row buffers of delivery pages between requests,
+// as walkRows does for walk pages (db.DeliveryListFirstInto says what this
+// saves).
+var deliveryRows = sync.Pool{New: func() any { return new([]db.Delivery) }}
+
+// putDeliveryRows returns a page's row buffer to deliveryRows, emptied: the
+// pool keeps no delivery. A buffer grown past a page of the largest limit
+// and its look-ahead row is let go.
+func putDeliveryRows(buf *[]db.Delivery, rows []db.Delivery) {
+	if cap(rows) > 2*(wire.MaxLimit+1) {
+		return
+	}
+	clear(rows)
+	*buf = rows[:0]
+	deliveryRows.Put(buf)
+}
+
 func deliveryFromRow(r db.Delivery) (wire.Delivery, error) {
+	var dec tempsDecoder
+	return dec.fromRow(r)
+}
+
+// tempsDecoder reads the temperature records of deliveries; one serves a
+// page, so its decoder is made once per page, not per delivery, and only
+// for a page that has any.
+type tempsDecoder struct {
+	buf *bytes.Buffer
+	dec *jsontext.Decoder
+}
+
+func (t *tempsDecoder) fromRow(r db.Delivery) (wire.Delivery, error) {
 	d := wire.Delivery{
 		ID: r.ID, RestaurantID: r.RestaurantID, OccurredAt: wire.Millis(r.OccurredAt), IsCompliant: r.IsCompliant,
 		Supplier:             wire.Supplier{ID: r.SupplierID, Name: r.SupplierName},
 		NonComplianceReasons: nonNil(r.NonComplianceReasons), CorrectiveActions: nonNil(r.CorrectiveActions),
 		Commentary: r.Commentary, ImageCount: r.ImageCount,
 	}
-	dec := json.NewDecoder(bytes.NewReader(r.TemperatureRecords))
-	dec.UseNumber()
-	if err := dec.Decode(&d.TemperatureRecords); err != nil {
-		return d, fmt.Errorf("delivery %s: temperature_records: %w", r.ID, err)
+	var ok bool
+	if d.TemperatureRecords, ok = t.decode(r.TemperatureRecords); !ok {
+		// Anything but the plain shape ingest stores goes through
+		// encoding/json, which has the last word on what it means.
+		// (Into a variable of its own: a pointer into d would move d to
+		// the heap on every call.)
+		var recs []wire.TemperatureRecord
+		dec := json.NewDecoder(bytes.NewReader(r.TemperatureRecords))
+		dec.UseNumber()
+		err := dec.Decode(&recs)
+		d.TemperatureRecords = recs
+		if err != nil {
+			return d, fmt.Errorf("delivery %s: temperature_records: %w", r.ID, err)
+		}
 	}
 	d.TemperatureRecords = nonNil(d.TemperatureRecords)
 	return d, nil
+}
+
+// decode reads the shape ingest stores, an array of objects whose
+// members are product, lotNumber and unit (strings) and value (a number),
+// each at most once, as encoding/json with UseNumber reads it, without
+// reflection (it was most of a delivery page's decoding). ok is false
+// for anything else (another member, null, a name in other case, invalid
+// UTF-8...), which the caller hands to encoding/json.
+func (t *tempsDecoder) decode(raw []byte) (recs []wire.TemperatureRecord, ok bool) {
+	if string(raw) == "[]" {
+		return []wire.TemperatureRecord{}, true
+	}
+	if t.dec == nil {
+		t.buf = new(bytes.Buffer)
+		t.dec = jsontext.NewDecoder(t.buf)
+	}
+	t.buf.Reset()
+	t.buf.Write(raw)
+	t.dec.Reset(t.buf)
+	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, false
+	}
+	recs = []wire.TemperatureRecord{}
+	for t.dec.PeekKind() == '{' {
+		if _, err := t.dec.ReadToken(); err != nil {
+			return nil, false
+		}
+		var rec wire.TemperatureRecord
+		for t.dec.PeekKind() == '"' {
+			// A token lasts until the next is read: the name is looked at first.
+			name, err := t.dec.ReadToken()
+			if err != nil {
+				return nil, false
+			}
+			var dst *string
+			switch name.String() {
+			case "product":
+				dst = &rec.Product
+			case "lotNumber":
+				dst = &rec.LotNumber
+			case "unit":
+				dst = &rec.Unit
+			case "value":
+			default:
+				return nil, false
+			}
+			v, err := t.dec.ReadToken()
+			if err != nil {
+				return nil, false
+			}
+			if dst == nil { // value
+				if v.Kind() != '0' {
+					return nil, false
+				}
+				rec.Value = json.Number(v.String())
+				continue
+			}
+			if v.Kind() != '"' {
+				return nil, false
+			}
+			*dst = v.String()
+		}
+		if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '}' {
+			return nil, false
+		}
+		recs = append(recs, rec)
+	}
+	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != ']' {
+		return nil, false
+	}
+	if _, err := t.dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return recs, true
 }
 
 // nonNil makes empty lists serialise as [] rather than null.
@@ -212,8 +333,9 @@ func (s *Store) DeliveryChanges(ctx context.Context, restaurantID string, after 
 		}
 	}
 	page = make([]wire.Delivery, len(rows))
+	var dec tempsDecoder
 	for i, r := range rows {
-		if page[i], err = deliveryFromRow(r); err != nil {
+		if page[i], err = dec.fromRow(r); err != nil {
 			return nil, 0, false, err
 		}
 		last = r.ReceivedSequence

@@ -1,0 +1,49 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+)
+
+// The hand-written scans of a delivery page (db.DeliveryListFirstInto and
+// db.DeliveryListAfterInto) return exactly what the functions sqlc
+// generates for the statements return, every column set (a commentary and
+// none, lists empty and not), and append to the slice they are given.
+func TestDeliveryListIntoAgrees(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1');
+INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records,
+                        non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_sequence)
+VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1),
+       ('r1', 'd2', 2000, false, 's2', 'T', '[{"unit": "C", "value": 3.50, "product": "p", "lotNumber": "l"}]',
+        '{late,"warm <x>"}', '{returned}', 'note', 2, '\x02', 2),
+       ('r1', 'd3', 2000, true, 's1', 'S', '[]', '{}', '{}', '', 1, '\x03', 3)`)
+	require.NoError(t, err)
+	q := db.New(st.Pool())
+	held := db.Delivery{ID: "held"}
+	for name, max := range map[string]int32{"all": 10, "cut by max rows": 2, "none": 0} {
+		t.Run(name, func(t *testing.T) {
+			first := db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 0, ToMs: 5000, MaxRows: max}
+			want, err := q.DeliveryListFirst(ctx, first)
+			require.NoError(t, err)
+			got, err := q.DeliveryListFirstInto(ctx, first, make([]db.Delivery, 0, 1))
+			require.NoError(t, err)
+			require.Equal(t, want, append([]db.Delivery{}, got...))
+			got, err = q.DeliveryListFirstInto(ctx, first, []db.Delivery{held})
+			require.NoError(t, err)
+			require.Equal(t, append([]db.Delivery{held}, want...), got)
+
+			after := db.DeliveryListAfterParams{RestaurantID: "r1", FromMs: 0, AfterOccurredAt: 2000, AfterID: "d3", MaxRows: max}
+			want, err = q.DeliveryListAfter(ctx, after)
+			require.NoError(t, err)
+			got, err = q.DeliveryListAfterInto(ctx, after, nil)
+			require.NoError(t, err)
+			require.Equal(t, want, append([]db.Delivery{}, got...))
+		})
+	}
+}
