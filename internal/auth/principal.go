@@ -20,6 +20,23 @@ type KeyRecord struct {
 	ExpiresAt    *time.Time
 	RevokedAt    *time.Time
 	Grants       []Grant
+	// principal is what Check answers, made once by Index.
+	principal *Principal
+}
+
+// Index makes once the principal Check answers for the key, for a record
+// that serves many requests (the key cache): indexing the grants was 3%
+// of a small read's CPU. Call it before the record is shared; the
+// principal is then shared by every request of the key, and like the
+// record it is never modified.
+func (k *KeyRecord) Index() {
+	k.principal = k.newPrincipal()
+}
+
+func (k *KeyRecord) newPrincipal() *Principal {
+	p := NewPrincipal(k.ID, k.PublicID, k.Grants)
+	p.KeyExpiresAt = k.ExpiresAt
+	return p
 }
 
 // Principal is an authenticated caller: a key, or a session token acting
@@ -102,9 +119,10 @@ func (k *KeyRecord) Check(c Credential, now time.Time) (*Principal, Reason) {
 	if r := k.usable(now); r != "" {
 		return nil, r
 	}
-	p := NewPrincipal(k.ID, k.PublicID, k.Grants)
-	p.KeyExpiresAt = k.ExpiresAt
-	return p, ""
+	if k.principal != nil {
+		return k.principal, ""
+	}
+	return k.newPrincipal(), ""
 }
 
 // usable reports why the key cannot be used at now, or "".

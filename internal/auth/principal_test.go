@@ -61,3 +61,37 @@ func TestKeyState(t *testing.T) {
 		})
 	}
 }
+
+// An indexed record answers the principal a fresh check builds, one
+// shared principal for every check, and refuses what it refused before:
+// the wrong secret, and a key revoked or expired at the time of the check.
+func TestIndexedKeyRecordChecksAsBefore(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	issued := NewKey()
+	cred, ok := ParseCredential(issued.Full)
+	require.True(t, ok)
+	other, _ := ParseCredential(NewKey().Full)
+	expires, revoked := now.Add(time.Hour), now.Add(time.Minute)
+	rec := func() *KeyRecord {
+		return &KeyRecord{ID: 3, PublicID: issued.PublicID, SecretDigest: issued.Digest, ExpiresAt: &expires, RevokedAt: &revoked,
+			Grants: []Grant{{RestaurantID: "r1", Scopes: []string{"b", "a"}}}}
+	}
+	plain, indexed := rec(), rec()
+	indexed.Index()
+	want, reason := plain.Check(cred, now)
+	require.Empty(t, reason)
+	got, reason := indexed.Check(cred, now)
+	require.Empty(t, reason)
+	require.Equal(t, want, got)
+	again, _ := indexed.Check(cred, now)
+	require.Same(t, got, again)
+	for _, r := range []*KeyRecord{plain, indexed} {
+		_, reason = r.Check(other, now)
+		require.Equal(t, ReasonUnknown, reason)
+		_, reason = r.Check(cred, revoked)
+		require.Equal(t, ReasonRevoked, reason)
+	}
+	indexed.RevokedAt = nil
+	_, reason = indexed.Check(cred, expires)
+	require.Equal(t, ReasonExpired, reason)
+}

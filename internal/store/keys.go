@@ -53,6 +53,7 @@ func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecor
 		Grants: zipGrants(r.GrantRestaurants, r.GrantScopes),
 	}
 	if cached {
+		rec.Index()
 		s.keys.put(publicID, rec, gen)
 	}
 	return rec, nil
