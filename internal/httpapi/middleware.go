@@ -172,6 +172,9 @@ func (a *API) accessLog(c *gin.Context) {
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
+	if !a.log.Enabled(c.Request.Context(), level) {
+		return // a line nobody writes is not put together (FOODSAFE_LOG_LEVEL=warn)
+	}
 	attrs := logAttrs(c,
 		slog.String("method", c.Request.Method),
 		slog.String("route", routeOf(c)),
@@ -235,12 +238,16 @@ func (a *API) auditTrail(c *gin.Context) {
 	if strings.HasPrefix(route, "/health/") && status < 400 {
 		return
 	}
+	// The OpenAPI form ({restaurantId}), which operators and partners
+	// read in the document and the docs page.
+	openRoute, ok := a.auditRoutes[route]
+	if !ok {
+		openRoute = openapi.OpenAPIPath(route)
+	}
 	e := audit.Event{
-		At:     a.now(),
-		Method: c.Request.Method,
-		// The OpenAPI form ({restaurantId}), which operators and partners
-		// read in the document and the docs page.
-		Route:        openapi.OpenAPIPath(route),
+		At:           a.now(),
+		Method:       c.Request.Method,
+		Route:        openRoute,
 		Status:       status,
 		RequestID:    requestID(c),
 		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),
