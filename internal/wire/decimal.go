@@ -94,6 +94,15 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 	return json.Marshal(canonicalNumbers(v))
 }
 
+// CanonicalDocument is CanonicalJSON of a document already decoded as a
+// json.Decoder with UseNumber decodes it (maps, slices, strings, bools,
+// nil and json.Number), without encoding and decoding it once more first:
+// the same bytes, at a third of the cost. Its numbers are replaced in
+// place.
+func CanonicalDocument(doc map[string]any) ([]byte, error) {
+	return json.Marshal(canonicalNumbers(doc))
+}
+
 func canonicalNumbers(v any) any {
 	switch t := v.(type) {
 	case map[string]any:

@@ -1,6 +1,8 @@
 package wire_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -50,5 +52,38 @@ func TestCanonicalJSON(t *testing.T) {
 	c, _ := wire.CanonicalJSON([]byte(`{"a":{"x":"1.5","y":100},"b":[1.5,2]}`))
 	if string(a) == string(c) {
 		t.Fatal("a string's text is not a number: 1.50 and 1.5 as strings differ")
+	}
+}
+
+// A decoded document's canonical form is the one CanonicalJSON gives for
+// its encoding: request digests do not change with the shortcut.
+func TestCanonicalDocumentIsCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{}`,
+		`{"b":[1.50, 2, -0, 1e400, 0.000e-9], "a": {"y": 1E2, "x": "1.50"}, "n": null, "t": true, "f": false}`,
+		`{"html":"<b>&amp;</b> \u2028 é \"q\" \\ \n","deep":[[[{"z":[]}]]],"big":123456789012345678901234567890}`,
+	} {
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		encoded, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := wire.CanonicalJSON(encoded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := wire.CanonicalDocument(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\nCanonicalDocument %s\nCanonicalJSON     %s", body, got, want)
+		}
 	}
 }
