@@ -19,7 +19,8 @@
 # and pgx alone, running the same data statement on a pool as large as
 # serve's, with serve's GOGC, and writing the body the service answered,
 # with nothing of the service on top. Its ratio is as close as the
-# service's stack can come to the statement on this machine.
+# service's stack can come to the statement on this machine; the last
+# column, × bare, is the service's req/s over the bare stack's.
 #
 # serve's pool has CONNECTIONS PostgreSQL connections, as many as pgbench's
 # clients on the reads, so both run as many statements at once (ingest's 8
@@ -212,7 +213,7 @@ KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
 echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
-printf '%-42s %9s %8s %8s %9s %22s %22s %22s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)"
+printf '%-42s %9s %8s %8s %9s %22s %22s %22s %9s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)" "× bare"
 # want LABEL: whether BENCH_ROWS selects the row.
 want() {
   [ -z "${BENCH_ROWS:-}" ] && return 0
@@ -232,7 +233,8 @@ row() { # label path data-script key+data-script vars...
   if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
   printf '%-42s %9s %8s %8s %9s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
-  if [ -n "$data" ]; then printf ' %13s (%5.2f)' "$br" "$(echo "$br / $td" | bc -l)"; else printf ' %22s' "-"; fi
+  # The bare stack's own ratio to the statement, then the service's to the bare stack.
+  if [ -n "$data" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
 }
