@@ -5,8 +5,11 @@
 # with the same 100,000 temperature-records records, in ROUNDS rounds that
 # alternate which side goes first: wrk against each serve (CONNECTIONS
 # connections, DURATION), then pgbench -M prepared with RecordWalkPage's
-# statement (from sql/queries, first page) against each database. Prints
-# every run, then each side's range and new/old.
+# statement (from sql/queries, first page) against each database, then
+# pgbench with the plainest page of the same rows (one range scan of
+# records_walk_idx, LIMIT 100, the walk's columns, nothing else): the
+# most the column type alone changes in a statement reading these rows.
+# Prints every run, then each side's range and new/old.
 #
 # Usage: make compare-walk OLD=bin/foodsafe-old [NEW=bin/foodsafe] [ROUNDS=3] [DURATION=10s]
 # (ADDR_OLD, ADDR_NEW, METRICS_OLD, METRICS_NEW: the listeners, default
@@ -77,14 +80,24 @@ pgtps() {
   pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -D restaurant_id=r1 -D collection=temperature-records \
     -D after_sequence=0 -D max_rows=101 -f "$work/walk.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
 }
+# The plainest page: what the column type alone is worth on these rows.
+cat >"$work/plain.sql" <<'PLAIN'
+SELECT record_id, sequence, mutation_id, deleted, data, captured_at, received_at, source_version, payload_version
+FROM records WHERE restaurant_id = 'r1' COLLATE "C" AND collection = 'temperature-records' AND sequence > 0
+ORDER BY sequence LIMIT 100;
+PLAIN
+plaintps() {
+  pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -f "$work/plain.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
+}
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A w p
+declare -A w p q
 for r in $(seq 1 "$ROUNDS"); do
   order="old new"; [ $((r % 2)) = 0 ] && order="new old"
   for s in $order; do w[$s]+="$(wrkrps $s) "; done
   for s in $order; do p[$s]+="$(pgtps $s) "; done
+  for s in $order; do q[$s]+="$(plaintps $s) "; done
   last() { awk '{ print $NF }' <<<"$1"; }
-  echo "round $r ($order): walk req/s old $(last "${w[old]}") new $(last "${w[new]}"); data statement tps old $(last "${p[old]}") new $(last "${p[new]}")"
+  echo "round $r ($order): walk req/s old $(last "${w[old]}") new $(last "${w[new]}"); data statement tps old $(last "${p[old]}") new $(last "${p[new]}"); plain page tps old $(last "${q[old]}") new $(last "${q[new]}")"
 done
 range() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1; s += $1; n++ } END { printf "%d-%d (mean %.0f)", lo, hi, s / n }'; }
 mean() { tr ' ' '\n' <<<"$1" | grep . | awk '{ s += $1; n++ } END { print s / n }'; }
@@ -92,4 +105,6 @@ printf 'walk, first page of 100:   old %s req/s, new %s req/s: new/old %.2f\n' "
   "$(echo "$(mean "${w[new]}") / $(mean "${w[old]}")" | bc -l)"
 printf 'its data statement:        old %s tps,   new %s tps:   new/old %.2f\n' "$(range "${p[old]}")" "$(range "${p[new]}")" \
   "$(echo "$(mean "${p[new]}") / $(mean "${p[old]}")" | bc -l)"
+printf 'the plainest page:         old %s tps,   new %s tps:   new/old %.2f\n' "$(range "${q[old]}")" "$(range "${q[new]}")" \
+  "$(echo "$(mean "${q[new]}") / $(mean "${q[old]}")" | bc -l)"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
