@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -166,4 +167,32 @@ func mustData(t testing.TB, body []byte) []byte {
 	require.NoError(t, json.Unmarshal(body, &w), "%s", body)
 	require.NotEmpty(t, w.Data, "%s", body)
 	return w.Data
+}
+
+// Before migration 00013, and while sql/online/00013_data_as_received.sql
+// converts a table, data is still jsonb: the store gets it back as jsonb's
+// text (a space after each ':' and ','). The binary serves throughout, and
+// the answer of a write is then what encoding/json wrote for it, compact,
+// as it was before the answer was written by hand.
+func TestWriteAnswerOnJSONBDataIsCompact(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for _, table := range []string{"records", "record_changes"} {
+		_, err := a.store().Pool().Exec(context.Background(), `ALTER TABLE `+table+` ALTER COLUMN data TYPE jsonb USING data::jsonb`)
+		require.NoError(t, err)
+	}
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "cooking-equipment:write", "cooking-equipment:read"))
+	const collection = "cooking-equipment"
+	body := `{"id":"e1","restaurantId":"r1","mutationId":"m1","payloadVersion":1,"capturedAt":"1",` +
+		`"sourceVersion":null,"deleted":false,"data":{"name":"a, b: c","isDeleted":false,"min":1.50,"max":null}}`
+	for _, what := range []string{"applied", "replayed"} {
+		r := a.putOrPost(key, ingestPath("r1", collection, "e1", "m1"), body, "Idempotency-Key", "m1")
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Equal(t, what == "replayed", r.Header.Get("Idempotent-Replayed") == "true", what)
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, r.Body))
+		require.Equal(t, compact.String()+"\n", string(r.Body), what)
+		require.Equal(t, `{"max":null,"min":1.50,"name":"a, b: c","isDeleted":false}`, dataOf(t, mustData(t, r.Body)), what)
+	}
 }

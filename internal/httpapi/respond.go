@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -98,17 +99,26 @@ func respondIngested(c *gin.Context, env wire.Envelope, how store.Ingested) erro
 	// A change just applied carries the data as this service stored it,
 	// compacted: written by hand, it is the bytes encoding/json writes. A
 	// replay may carry data stored before migration 00013 (jsonb's text),
-	// which encoding/json compacts, so replays keep it.
+	// which encoding/json compacts, so replays keep it; so does a change
+	// applied while the column is still jsonb (dataEnvelope refuses it).
 	if how == store.Applied && writeAppended(c, dataEnvelope{env}) {
 		return nil
 	}
 	return respondWritten(c, env, how != store.Applied)
 }
 
-// dataEnvelope writes Data[wire.Envelope] by hand (wire/append.go).
+// dataEnvelope writes Data[wire.Envelope] by hand (wire/append.go), and
+// refuses data that is not compacted: encoding/json compacts it.
 type dataEnvelope struct{ env wire.Envelope }
 
+// errNotCompacted: data with whitespace between its tokens, as a jsonb
+// column returns it.
+var errNotCompacted = errors.New("the data is not compacted")
+
 func (d dataEnvelope) AppendJSON(b []byte) ([]byte, error) {
+	if !wire.Compacted(d.env.Data) {
+		return nil, errNotCompacted
+	}
 	b, err := d.env.AppendJSON(append(b, `{"data":`...))
 	if err != nil {
 		return nil, err

@@ -68,6 +68,26 @@ func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// Compacted reports whether data, valid JSON, has no whitespace between
+// its tokens, as ingest stores it: encoding/json then writes it, as a
+// json.RawMessage, as it is. Data written while the column was jsonb
+// (before migration 00013, or during its online conversion) comes back
+// with a space after each ':' and ','.
+func Compacted(data []byte) bool {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte, a quote perhaps
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
 // AppendJSON appends the page as JSON (see Envelope.AppendJSON).
 func (p WalkPage) AppendJSON(b []byte) ([]byte, error) {
 	var err error

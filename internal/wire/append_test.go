@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -186,4 +187,25 @@ func TestAppendJSONIsByteForByte(t *testing.T) {
 			t.Errorf("value %d:\nencoding/json %s\nAppendJSON    %s", i, want, got)
 		}
 	}
+}
+
+// FuzzCompacted holds Compacted to encoding/json: valid JSON is compacted
+// exactly when json.Compact leaves it as it is.
+func FuzzCompacted(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a": 1}`, `"a b"`, `"\" "`, `"\\" `, `["x\\\"y",1 ]`, "{\n}", "[1,\t2]", "\r\n1",
+		`{"n": [1, 2.50, 0, 100], "o": {"k": {}, "l": []}, "u": "é \u2028 \\ \" :, "}`, `{"n":[1,2.50],"s":"a, b: \"c\" {d}"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, data); err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.Equal(compact.Bytes(), data); Compacted(data) != want {
+			t.Fatalf("Compacted(%q) = %v; json.Compact gives %q", data, !want, compact.Bytes())
+		}
+	})
 }
