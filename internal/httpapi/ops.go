@@ -106,15 +106,17 @@ const maxPooledBody = 1 << 20
 func writeAppended(c *gin.Context, ap jsonAppender) bool {
 	bp := bodyBuffers.Get().(*[]byte)
 	b, err := ap.AppendJSON((*bp)[:0])
+	if err != nil {
+		// A refusal returns no buffer: the one taken is kept as it was.
+		bodyBuffers.Put(bp)
+		return false
+	}
 	defer func() {
 		if cap(b) <= maxPooledBody { // a page of huge records is not kept
 			*bp = b[:0]
 			bodyBuffers.Put(bp)
 		}
 	}()
-	if err != nil {
-		return false
-	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", append(b, '\n'))
 	return true
 }
