@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The hand-written writer and encoding/json give the same JSON for every
@@ -187,6 +188,71 @@ func TestAppendJSONIsByteForByte(t *testing.T) {
 			t.Errorf("value %d:\nencoding/json %s\nAppendJSON    %s", i, want, got)
 		}
 	}
+}
+
+// FuzzAppendJSONIsEncodingJSON holds the hand-written writers to
+// encoding/json without HTML escaping, byte for byte, over any strings
+// and any temperature value: where AppendJSON writes, it writes what
+// PureJSON wrote; where it refuses, a string is not UTF-8 (encoding/json
+// writes it with U+FFFD) or the value is not a JSON number (encoding/json
+// refuses it too).
+func FuzzAppendJSONIsEncodingJSON(f *testing.F) {
+	for _, seed := range [][3]string{
+		{"", "", ""},
+		{"plain", "r1", "0"},
+		{"<script>&</script>", "\u2028\u2029", "-0"},
+		{"\x00\x01\x08\x0c\x1f\x7f \" \\ / \b\f\n\r\t", "é 😀 \ufffd", "-0.0"},
+		{"a\xffb", "ok", "1E+2"},
+		{"\xed\xa0\x80 lone surrogate bytes", "\xc0\xaf", "1e-7"},
+		{"\u2027\u202a", "\U0010ffff", "-9223372036854775808"},
+		{"x", "y", "0." + strings.Repeat("1234567890", 30)},
+		{"x", "y", "1e"}, {"x", "y", "01"}, {"x", "y", "+1"}, {"x", "y", ".5"}, {"x", "y", "1."}, {"x", "y", "NaN"}, {"x", "y", " 1"},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, s, u, value string) {
+		sv := u
+		values := []interface {
+			AppendJSON([]byte) ([]byte, error)
+		}{
+			Page[Delivery]{Data: []Delivery{{ID: s, RestaurantID: u, OccurredAt: -9223372036854775808, IsCompliant: true,
+				Supplier: Supplier{ID: u, Name: s}, TemperatureRecords: []TemperatureRecord{{Product: s, LotNumber: u, Unit: s, Value: json.Number(value)}},
+				NonComplianceReasons: []string{s, u}, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: -1}, {}}, NextCursor: &sv},
+			WalkPage{Data: []Envelope{{ID: s, RestaurantID: u, Collection: s, Data: json.RawMessage(`{"a":1}`), MutationID: u,
+				SourceVersion: &sv, StateKind: s}}, NextCursor: &sv, ChangesCursor: &sv},
+		}
+		valid := utf8.ValidString(s) && utf8.ValidString(u)
+		for i, v := range values {
+			got, err := v.AppendJSON(nil)
+			var buf strings.Builder
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			wantErr := enc.Encode(v)
+			switch {
+			case err == nil && wantErr != nil:
+				t.Fatalf("value %d: AppendJSON wrote what encoding/json refuses (%v): %s", i, wantErr, got)
+			case err == nil:
+				if want := strings.TrimSuffix(buf.String(), "\n"); string(got) != want {
+					t.Fatalf("value %d:\nencoding/json %s\nAppendJSON    %s", i, want, got)
+				}
+			case valid && wantErr == nil:
+				t.Fatalf("value %d: AppendJSON refused (%v) what encoding/json writes: %s", i, err, buf.String())
+			}
+		}
+	})
+}
+
+// FuzzIsNumber holds isNumber to encoding/json's test of a json.Number.
+func FuzzIsNumber(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.0", "1E+2", "1e-7", "01", "1.", ".5", "1e", "1e+", "-", "+1", "0x1", "1 ", "١"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := json.Marshal(json.Number(s))
+		if want := s != "" && err == nil; isNumber(s) != want {
+			t.Fatalf("isNumber(%q) = %v, encoding/json accepts it: %v", s, isNumber(s), want)
+		}
+	})
 }
 
 // FuzzCompacted holds Compacted to encoding/json: valid JSON is compacted

@@ -87,3 +87,47 @@ func TestCanonicalDocumentIsCanonicalJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCanonicalDocument holds the request digest to what it was before
+// CanonicalDocument: for any object a json.Decoder with UseNumber reads
+// (validate.Decode's), CanonicalDocument gives the bytes CanonicalJSON
+// gives for json.Marshal of it, so a replay of a mutation stored earlier
+// still matches its digest. The seeds spell numbers every way JSON allows
+// and strings every way encoding/json treats specially.
+func FuzzCanonicalDocument(f *testing.F) {
+	for _, s := range []string{
+		`{}`,
+		`{"n":[0,-0,-0.0,0.0,0e0,-0E-0,1,-1,1.50,15e-1,1E+2,1e2,100,1e-7,0.0000001,1e400,-1e-400,1E9999999999999]}`,
+		`{"big":[123456789012345678901234567890,-9223372036854775808,9223372036854775807,18446744073709551616,1.7976931348623157e308,5e-324]}`,
+		`{"long":0.` + strings.Repeat("1234567890", 30) + `,"longer":-` + strings.Repeat("9", 300) + `.` + strings.Repeat("0", 300) + `e-300}`,
+		`{"b":{"z":[[[]]],"a":[{}]},"a":[null,true,false,"",[1,[2,[3.0]]]],"":{"":""}}`,
+		`{"s":"<b>&amp;</b> \u003c\u003e\u0026 \u2028\u2029 é \u00e9 😀 \ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t \u0000\u001f\u007f"}`,
+		`{"lone":"\ud800","pair":"\udc00\ud800","bad":"\uDFFF x \uD83D"}`,
+		"{\"raw\":\"a\xffb\xc0\xaf\xed\xa0\x80\",\"k\xfe\":1}",
+		`{"keys":{"\ufffd":1,"\ud800":2,"é":3,"e\u0301":4,"A":5,"a":6,"\u2028":7}}`,
+		`{"dup":1,"dup":2.0,"num":"1.50","str":"1e2"}`,
+		` { "spaced" : [ 1 , 2.50 ] , "x" : { } } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil || doc == nil {
+			return
+		}
+		encoded, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatalf("json.Marshal of a decoded document: %v", err)
+		}
+		want, wantErr := wire.CanonicalJSON(encoded)
+		got, gotErr := wire.CanonicalDocument(doc)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: CanonicalDocument error %v, CanonicalJSON error %v", body, gotErr, wantErr)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("%q:\nCanonicalDocument %s\nCanonicalJSON     %s", body, got, want)
+		}
+	})
+}
