@@ -119,7 +119,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/cursor
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMillis$$' -fuzztime $(FUZZTIME) ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(FUZZTIME) ./internal/ids
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalDocument$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONIsEncodingJSON$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzIsNumber$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCompacted$$' -fuzztime $(FUZZTIME) ./internal/wire
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:?the signed-cursor fuzz target needs PostgreSQL} $(GO) test -run '^$$' -fuzz '^FuzzSignedCursors$$' -fuzztime $(FUZZTIME) ./tests
+	TEST_DATABASE_URL=$${TEST_DATABASE_URL:?the temperature-records fuzz target needs PostgreSQL} $(GO) test -run '^$$' -fuzz '^FuzzTemperatureRecordsDecode$$' -fuzztime $(FUZZTIME) ./internal/store
 
 ## load: wrk on loopback against two servers started on the `make run`
 ## database, metrics on and off, in turn (DURATION per run, default 10s);
