@@ -191,7 +191,7 @@ func deliveryFromRow(r db.Delivery) (wire.Delivery, error) {
 // page, so its decoder is made once per page, not per delivery, and only
 // for a page that has any.
 type tempsDecoder struct {
-	buf *bytes.Buffer
+	rd  *bytes.Reader
 	dec *jsontext.Decoder
 }
 
@@ -232,12 +232,12 @@ func (t *tempsDecoder) decode(raw []byte) (recs []wire.TemperatureRecord, ok boo
 		return []wire.TemperatureRecord{}, true
 	}
 	if t.dec == nil {
-		t.buf = new(bytes.Buffer)
-		t.dec = jsontext.NewDecoder(t.buf)
+		t.rd = bytes.NewReader(raw)
+		t.dec = jsontext.NewDecoder(t.rd)
+	} else {
+		t.rd.Reset(raw) // read in place: the row's bytes are not copied
+		t.dec.Reset(t.rd)
 	}
-	t.buf.Reset()
-	t.buf.Write(raw)
-	t.dec.Reset(t.buf)
 	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, false
 	}
