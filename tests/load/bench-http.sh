@@ -34,6 +34,7 @@
 # first), so two runs on one server do not drop each other's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/load/serve-addr.sh
 BIN=${BIN:-bin/foodsafe}
 BARE=${BARE:-bin/bench-bare}
 DURATION=${DURATION:-10s}
@@ -109,13 +110,7 @@ serve_url=$DATABASE_URL
 DATABASE_URL=$serve_url FOODSAFE_ADDR=${BENCH_ADDR:-127.0.0.1:0} FOODSAFE_METRICS_ADDR=${BENCH_METRICS_ADDR:-127.0.0.1:0} FOODSAFE_RATE_LIMIT=1000000000 FOODSAFE_LOG_LEVEL=warn \
   FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs" "$BIN" serve 2>"$work/serve.log" &
 pid=$!
-for _ in $(seq 1 100); do
-  api=$(ss -Hltnp | grep "pid=$pid," | awk '{print $4}' | while read -r a; do
-    curl -fs -o /dev/null "http://$a/health/live" && ! curl -fs -o /dev/null "http://$a/metrics" && echo "$a"; done | head -1) || true
-  [ -n "$api" ] && break
-  sleep 0.1
-done
-[ -n "$api" ] || { echo "serve did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+api=$(serve_api_addr "$pid" "$work/serve.log")
 BASE=http://$api
 
 # sql NAME: the statement of query NAME in sql/queries, comments dropped,

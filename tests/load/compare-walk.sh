@@ -16,6 +16,7 @@
 # 127.0.0.1:0, any free port).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/load/serve-addr.sh
 OLD=${OLD:?OLD=path of the old binary}
 NEW=${NEW:-bin/foodsafe}
 ROUNDS=${ROUNDS:-3}
@@ -58,13 +59,7 @@ SQL
   DATABASE_URL="$u&pool_max_conns=$CONNECTIONS" FOODSAFE_ADDR=${!addr:-127.0.0.1:0} FOODSAFE_METRICS_ADDR=${!maddr:-127.0.0.1:0} FOODSAFE_RATE_LIMIT=1000000000 \
     FOODSAFE_LOG_LEVEL=warn FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs-$s" "$bin" serve 2>"$work/serve-$s.log" &
   pid=$!; pids+=("$pid")
-  for _ in $(seq 1 100); do
-    a=$(ss -Hltnp | grep "pid=$pid," | awk '{print $4}' | while read -r a; do
-      curl -fs -o /dev/null "http://$a/health/live" && ! curl -fs -o /dev/null "http://$a/metrics" && echo "$a"; done | head -1) || true
-    [ -n "$a" ] && break
-    sleep 0.1
-  done
-  [ -n "$a" ] || { echo "serve ($s) did not start" >&2; cat "$work/serve-$s.log" >&2; exit 1; }
+  a=$(serve_api_addr "$pid" "$work/serve-$s.log")
   base[$s]=http://$a
 done
 PATH_WALK=/v1/restaurants/r1/collections/temperature-records/records?limit=100
