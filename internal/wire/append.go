@@ -26,19 +26,39 @@ import (
 // AppendJSON appends the envelope as JSON. Data must be valid JSON (as
 // stored: the json column checks it), and is copied as it is; strings that are not valid UTF-8 are an error, and the
 // caller falls back to encoding/json.
-func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
+func (e Envelope) AppendJSON(b []byte) ([]byte, error) { return e.appendJSON(b, nil) }
+
+// owner is the restaurantId and collection members of the record a page
+// wrote last, as written: every record of a walk page has the same two,
+// so they are escaped once per page rather than once per record.
+type owner struct {
+	restaurantID, collection string
+	members                  []byte
+}
+
+// appendJSON is AppendJSON, reusing o's members when they are this
+// record's (o nil: none to reuse) and leaving this record's in o.
+func (e Envelope) appendJSON(b []byte, o *owner) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	if b, err = appendString(b, e.ID); err != nil {
 		return nil, err
 	}
-	b = append(b, `,"restaurantId":`...)
-	if b, err = appendString(b, e.RestaurantID); err != nil {
-		return nil, err
-	}
-	b = append(b, `,"collection":`...)
-	if b, err = appendString(b, e.Collection); err != nil {
-		return nil, err
+	if o != nil && o.members != nil && o.restaurantID == e.RestaurantID && o.collection == e.Collection {
+		b = append(b, o.members...)
+	} else {
+		start := len(b)
+		b = append(b, `,"restaurantId":`...)
+		if b, err = appendString(b, e.RestaurantID); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"collection":`...)
+		if b, err = appendString(b, e.Collection); err != nil {
+			return nil, err
+		}
+		if o != nil {
+			o.restaurantID, o.collection, o.members = e.RestaurantID, e.Collection, append(o.members[:0], b[start:]...)
+		}
 	}
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
@@ -61,6 +81,9 @@ func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"payloadVersion":`...)
 	b = strconv.AppendInt(b, int64(e.PayloadVersion), 10)
+	if e.StateKind == StateKind {
+		return append(b, `,"stateKind":"`+StateKind+`"}`...), nil
+	}
 	b = append(b, `,"stateKind":`...)
 	if b, err = appendString(b, e.StateKind); err != nil {
 		return nil, err
@@ -92,11 +115,12 @@ func Compacted(data []byte) bool {
 func (p WalkPage) AppendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"data":[`...)
+	var o owner
 	for i, e := range p.Data {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = e.AppendJSON(b); err != nil {
+		if b, err = e.appendJSON(b, &o); err != nil {
 			return nil, err
 		}
 	}

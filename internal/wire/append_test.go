@@ -160,8 +160,15 @@ func TestAppendJSONIsByteForByte(t *testing.T) {
 	values := []interface {
 		AppendJSON([]byte) ([]byte, error)
 	}{
+		// A page writes each record's restaurantId and collection once
+		// and reuses them while the next record's are the same: records
+		// of one owner, another, and the first again.
 		WalkPage{Data: []Envelope{{ID: strs[1], RestaurantID: strs[2], Collection: "areas", Data: json.RawMessage(`{"a":[1.50,"<\u2028>"]}`),
-			CapturedAt: 1, ReceivedAt: 2, Sequence: 3, MutationID: "m", SourceVersion: &sv, PayloadVersion: 1, StateKind: StateKind}},
+			CapturedAt: 1, ReceivedAt: 2, Sequence: 3, MutationID: "m", SourceVersion: &sv, PayloadVersion: 1, StateKind: StateKind},
+			{ID: "b", RestaurantID: strs[2], Collection: "areas", Deleted: true, Sequence: 4, StateKind: StateKind},
+			{ID: "c", RestaurantID: strs[2], Collection: strs[1], Sequence: 5, StateKind: strs[2]},
+			{ID: "d", RestaurantID: "r1", Collection: strs[1], Sequence: 6},
+			{ID: "e", RestaurantID: strs[2], Collection: "areas", Sequence: 7, StateKind: StateKind}},
 			NextCursor: &next},
 		Page[Delivery]{Data: []Delivery{{ID: strs[1], RestaurantID: "r1", OccurredAt: 5, Supplier: Supplier{ID: strs[2], Name: strs[4]},
 			TemperatureRecords:   []TemperatureRecord{{Product: strs[2], Unit: "°C", Value: "3.50"}, {}},
@@ -207,7 +214,8 @@ func FuzzAppendJSONIsEncodingJSON(f *testing.F) {
 				Supplier: Supplier{ID: u, Name: s}, TemperatureRecords: []TemperatureRecord{{Product: s, LotNumber: u, Unit: s, Value: json.Number(value)}},
 				NonComplianceReasons: []string{s, u}, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: -1}, {}}, NextCursor: &sv},
 			WalkPage{Data: []Envelope{{ID: s, RestaurantID: u, Collection: s, Data: json.RawMessage(`{"a":1}`), MutationID: u,
-				SourceVersion: &sv, StateKind: s}}, NextCursor: &sv, ChangesCursor: &sv},
+				SourceVersion: &sv, StateKind: s}, {ID: u, RestaurantID: u, Collection: s, StateKind: StateKind},
+				{ID: s, RestaurantID: s, Collection: u}}, NextCursor: &sv, ChangesCursor: &sv},
 		}
 		valid := utf8.ValidString(s) && utf8.ValidString(u)
 		for i, v := range values {
