@@ -29,6 +29,7 @@ var hotPathIndexes = map[string][]string{
 	"SessionAuthLookup":       {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
 	"RecordGet":               {"records_pkey"},
 	"RecordWalkPage":          {"records_walk_idx", "record_changes_superseded_idx"},
+	"RecordWalkFirstPage":     {"records_walk_idx"},
 	"RecordChangeByMutation":  {"record_changes_pkey"},
 	"StreamNextSequence":      {"collection_streams_pkey"},
 	"RecordApplyChange":       {"collection_streams_pkey", "record_changes_pkey", "records_pkey"},
@@ -162,7 +163,10 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, ignoreNotFound(err))
 	_, err = st.RecordGet(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))
-	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100})
+	first, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100})
+	require.NoError(t, err)
+	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100,
+		Pos: &store.WalkPos{Pinned: first.Pinned, After: 0}})
 	require.NoError(t, err)
 	_, err = st.AssetList(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))

@@ -293,10 +293,21 @@ func putWalkRows(buf *[]db.RecordWalkPageRow, rows []db.RecordWalkPageRow) {
 }
 
 // walkPage runs one page of RecordWalkPage (limit rows, and one more to
-// look ahead) and merges its branches.
+// look ahead) and merges its branches. A page with no pin (the first of a
+// walk or of a changes walk) is pinned at the head it reads and runs
+// RecordWalkFirstPage, which says why.
 func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
 	buf := walkRows.Get().(*[]db.RecordWalkPageRow)
-	rows, err := s.q.RecordWalkPageInto(ctx, p, slices.Grow((*buf)[:0], limit+1))
+	var (
+		rows []db.RecordWalkPageRow
+		err  error
+	)
+	if p.Pinned == nil {
+		rows, err = s.q.RecordWalkFirstPageInto(ctx, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
+			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows}, slices.Grow((*buf)[:0], limit+1))
+	} else {
+		rows, err = s.q.RecordWalkPageInto(ctx, p, slices.Grow((*buf)[:0], limit+1))
+	}
 	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
 	if err != nil {
 		return WalkPage{}, translate(err)

@@ -12,7 +12,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
-// The hand-written scan of a walk page (db.RecordWalkPageInto) returns
+// The hand-written scan of a walk page (db.RecordWalkPageInto, and
+// db.RecordWalkFirstPageInto for a page with no pin) returns
 // exactly what the function sqlc generates for the statement returns, for
 // every kind of row the statement yields: current versions, live and
 // deleted, with and without a source version; a version read as of the
@@ -54,6 +55,7 @@ func TestRecordWalkPageIntoAgrees(t *testing.T) {
 		"cut by max rows":      page(&pin, 1, 2),
 		"empty range (marker)": page(&pin, pin, 101),
 		"beyond the head":      page(nil, 99, 101),
+		"changes since 2":      page(nil, 2, 101),
 		"unknown collection":   {RestaurantID: "r1", Collection: "nothing", AfterSequence: 0, MaxRows: 101},
 	}
 	// The scan decodes the columns itself when they have the types it
@@ -110,6 +112,23 @@ func agree(t *testing.T, q *db.Queries, name string, p db.RecordWalkPageParams) 
 
 		held := db.RecordWalkPageRow{RecordID: "held", Sequence: -1}
 		got, err = q.RecordWalkPageInto(ctx, p, []db.RecordWalkPageRow{held})
+		require.NoError(t, err)
+		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
+
+		if p.Pinned != nil {
+			return
+		}
+		// Unpinned, the first-page statement returns the same rows, in
+		// its generated scan and in the hand-written one.
+		first := db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection,
+			AfterSequence: p.AfterSequence, MaxRows: p.MaxRows}
+		generated, err := q.RecordWalkFirstPage(ctx, first)
+		require.NoError(t, err)
+		require.Len(t, generated, len(want))
+		for n, r := range generated {
+			require.Equal(t, want[n], db.RecordWalkPageRow(r))
+		}
+		got, err = q.RecordWalkFirstPageInto(ctx, first, []db.RecordWalkPageRow{held})
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 	})

@@ -241,7 +241,7 @@ script "$work/get.sql" RecordGet; script "$work/get+key.sql" KeyAuthLookup Recor
 row "single record" /v1/restaurants/r1/collections/areas/records/area-777 "$work/get.sql" "$work/get+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D record_id=area-777
 
-SUBST='s/:pinned/NULL/'; script "$work/walk1.sql" RecordWalkPage; script "$work/walk1+key.sql" KeyAuthLookup RecordWalkPage; SUBST=
+script "$work/walk1.sql" RecordWalkFirstPage; script "$work/walk1+key.sql" KeyAuthLookup RecordWalkFirstPage
 row "walk, first page of 100" "/v1/restaurants/r1/collections/areas/records?limit=100" "$work/walk1.sql" "$work/walk1+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101
 

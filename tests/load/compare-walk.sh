@@ -4,14 +4,16 @@
 # (foodsafe_cmp_old, foodsafe_cmp_new, dropped first and at the end) seeded
 # with the same 100,000 temperature-records records, in ROUNDS rounds that
 # alternate which side goes first: wrk against each serve (CONNECTIONS
-# connections, DURATION), then pgbench -M prepared with RecordWalkPage's
-# statement (from sql/queries, first page) against each database, then
-# pgbench with the plainest page of the same rows (one range scan of
-# records_walk_idx, LIMIT 100, the walk's columns, nothing else): the
-# most the column type alone changes in a statement reading these rows.
-# Prints every run, then each side's range and new/old.
+# connections, DURATION), then pgbench -M prepared with the statement
+# each side runs for a first page (from sql/queries: OLD_STATEMENT, default
+# RecordWalkPage with no pin, on the old; RecordWalkFirstPage on the new),
+# then pgbench with the plainest page of the same rows (one range scan of
+# records_walk_idx, LIMIT 100, the walk's columns, nothing else) on both:
+# the most the column type alone changes in a statement reading these rows.
+# Prints every run, then each side's range and the new/old of the means,
+# then the new/old of each round (adjacent runs): range and median.
 #
-# Usage: make compare-walk OLD=bin/foodsafe-old [NEW=bin/foodsafe] [ROUNDS=3] [DURATION=10s]
+# Usage: make compare-walk OLD=bin/foodsafe-old [NEW=bin/foodsafe] [ROUNDS=3] [DURATION=10s] [OLD_STATEMENT=RecordWalkPage]
 # (ADDR_OLD, ADDR_NEW, METRICS_OLD, METRICS_NEW: the listeners, default
 # 127.0.0.1:0, any free port).
 set -euo pipefail
@@ -66,14 +68,21 @@ PATH_WALK=/v1/restaurants/r1/collections/temperature-records/records?limit=100
 cmp -s <(curl -fs -H "Authorization: Bearer ${key[old]}" "${base[old]}$PATH_WALK" | jq -S '.data|map(.data)') \
        <(curl -fs -H "Authorization: Bearer ${key[new]}" "${base[new]}$PATH_WALK" | jq -S '.data|map(.data)') ||
   { echo "the two sides answer different records" >&2; exit 1; }
-awk '$0 ~ "^-- name: RecordWalkPage " { on = 1; next } on && /^-- name: / { exit } on && /^--/ { next }
+# Each side's statement for a first page: the old binary's (OLD_STATEMENT,
+# RecordWalkPage with no pin: what binaries before RecordWalkFirstPage ran)
+# and this one's.
+statement() {
+  awk -v name="$1" '$0 ~ "^-- name: " name " " { on = 1; next } on && /^-- name: / { exit } on && /^--/ { next }
      on { print; if ($0 ~ /;[[:space:]]*$/) exit }' sql/queries/records.sql |
-  sed -E 's/sqlc\.narg\(pinned\)/NULL/; s/sqlc\.n?arg\(([a-z0-9_]+)\)/:\1/g' >"$work/walk.sql"
+    sed -E 's/sqlc\.narg\(pinned\)/NULL/; s/sqlc\.n?arg\(([a-z0-9_]+)\)/:\1/g'
+}
+statement "${OLD_STATEMENT:-RecordWalkPage}" >"$work/walk-old.sql"
+statement RecordWalkFirstPage >"$work/walk-new.sql"
 export PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off"
 wrkrps() { wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -H "Authorization: Bearer ${key[$1]}" "${base[$1]}$PATH_WALK" | awk '/Requests\/sec/ { printf "%.0f", $2 }'; }
 pgtps() {
   pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -D restaurant_id=r1 -D collection=temperature-records \
-    -D after_sequence=0 -D max_rows=101 -f "$work/walk.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
+    -D after_sequence=0 -D max_rows=101 -f "$work/walk-$1.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
 }
 # The plainest page: what the column type alone is worth on these rows.
 cat >"$work/plain.sql" <<'PLAIN'
@@ -85,7 +94,7 @@ plaintps() {
   pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -f "$work/plain.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A w p q
+declare -A w p q ratios
 for r in $(seq 1 "$ROUNDS"); do
   order="old new"; [ $((r % 2)) = 0 ] && order="new old"
   for s in $order; do w[$s]+="$(wrkrps $s) "; done
@@ -93,6 +102,10 @@ for r in $(seq 1 "$ROUNDS"); do
   for s in $order; do q[$s]+="$(plaintps $s) "; done
   last() { awk '{ print $NF }' <<<"$1"; }
   echo "round $r ($order): walk req/s old $(last "${w[old]}") new $(last "${w[new]}"); data statement tps old $(last "${p[old]}") new $(last "${p[new]}"); plain page tps old $(last "${q[old]}") new $(last "${q[new]}")"
+  for v in w p q; do
+    declare -n runs=$v
+    ratios[$v]+="$(echo "$(last "${runs[new]}") / $(last "${runs[old]}")" | bc -l) "
+  done
 done
 range() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1; s += $1; n++ } END { printf "%d-%d (mean %.0f)", lo, hi, s / n }'; }
 mean() { tr ' ' '\n' <<<"$1" | grep . | awk '{ s += $1; n++ } END { print s / n }'; }
@@ -102,4 +115,12 @@ printf 'its data statement:        old %s tps,   new %s tps:   new/old %.2f\n' "
   "$(echo "$(mean "${p[new]}") / $(mean "${p[old]}")" | bc -l)"
 printf 'the plainest page:         old %s tps,   new %s tps:   new/old %.2f\n' "$(range "${q[old]}")" "$(range "${q[new]}")" \
   "$(echo "$(mean "${q[new]}") / $(mean "${q[old]}")" | bc -l)"
+# A shared machine's throughput drifts between rounds (seen here: a side
+# 30% slower in one round than in the one before); the two runs of a round
+# are adjacent, so each round's new/old is the steadier figure.
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f-%.2f", lo, hi }'; }
+printf 'new/old of each round: walk %s (median %s), data statement %s (median %s), plainest page %s (median %s)\n' \
+  "$(spread "${ratios[w]}")" "$(median "${ratios[w]}")" "$(spread "${ratios[p]}")" "$(median "${ratios[p]}")" \
+  "$(spread "${ratios[q]}")" "$(median "${ratios[q]}")"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

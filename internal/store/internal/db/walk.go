@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -42,6 +43,26 @@ func (q *Queries) RecordWalkPageInto(ctx context.Context, arg RecordWalkPagePara
 	if err != nil {
 		return items, err
 	}
+	return scanWalkRows(rows, items)
+}
+
+// RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
+// RecordWalkPage: its columns are RecordWalkPage's.
+func (q *Queries) RecordWalkFirstPageInto(ctx context.Context, arg RecordWalkFirstPageParams, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
+	rows, err := q.db.Query(ctx, recordWalkFirstPage,
+		arg.RestaurantID,
+		arg.Collection,
+		arg.AfterSequence,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return items, err
+	}
+	return scanWalkRows(rows, items)
+}
+
+// scanWalkRows appends the rows of a walk statement to items.
+func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())
@@ -69,7 +90,7 @@ func (q *Queries) RecordWalkPageInto(ctx context.Context, arg RecordWalkPagePara
 	return items, rows.Err()
 }
 
-// walkColumns are the types of RecordWalkPage's columns, in order: the
+// walkColumns are the types of the walk statements' columns, in order: the
 // ones decode reads. data is json, or jsonb on a table not yet migrated
 // (00013); both are accepted in either wire format.
 var walkColumns = [10][]uint32{
@@ -106,7 +127,7 @@ func walkColumnsDecodable(fields []pgconn.FieldDescription) bool {
 	return true
 }
 
-// decode sets the row from one result row of RecordWalkPage, whose
+// decode sets the row from one result row of a walk statement, whose
 // columns walkColumnsDecodable accepted; text is copied into the arena.
 // A NULL where the row type has no room for one is an error, as pgx's
 // Scan makes it.
