@@ -219,10 +219,10 @@ UNION ALL
 --      carrying H.
 -- It is what a polling partner runs most (a changes walk that finds
 -- nothing, or a page of what changed), and without the history branch
--- and the pin's parameter the executor sets up and evaluates half the
--- plan nodes: 8% more executions a second under pgbench (make bench-http's
--- walk row). The head is read as in RecordWalkPage, and the same
--- `restaurant_id = $1 COLLATE "C"` keeps the scan on records_walk_idx.
+-- and the pin's parameter the executor sets up and evaluates about half
+-- the plan nodes on every execution. The head is read as in
+-- RecordWalkPage, and the same `restaurant_id = $1 COLLATE "C"` keeps the
+-- scan on records_walk_idx.
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
