@@ -58,7 +58,14 @@ func TestSyncOnceStopsAtItsDeadline(t *testing.T) {
 	require.Contains(t, res.Stderr, "server unreachable; backing off", "what failed is logged")
 	require.Contains(t, res.Stderr, "connection refused")
 	sum := res.summary(t)
-	require.Equal(t, 1, sum.Failed, "the stream in flight; the others were not started")
+	// The stream in flight failed. Its retries back off with full jitter,
+	// so they can run out before the deadline; the next stream then starts
+	// and fails too, and only a stream that gave up can have come before
+	// the one the deadline cut.
+	require.GreaterOrEqual(t, sum.Failed, 1, "the stream in flight")
+	if sum.Failed > 1 {
+		require.Contains(t, res.Stderr, "gave up after 8 attempts", "a stream failed before the deadline only by running out of retries")
+	}
 	require.Less(t, sum.Streams, demoStreams)
 	require.Zero(t, sum.Files)
 	require.GreaterOrEqual(t, mirroredRows(t, target, first.Stream), first.Records, "the pages applied before stay")
