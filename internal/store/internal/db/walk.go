@@ -7,6 +7,7 @@ package db
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"unsafe"
@@ -132,29 +133,12 @@ func walkColumnsDecodable(fields []pgconn.FieldDescription) bool {
 // A NULL where the row type has no room for one is an error, as pgx's
 // Scan makes it.
 func (r *RecordWalkPageRow) decode(fields []pgconn.FieldDescription, raw [][]byte, text *pageArena) error {
-	var err error
-	int8At := func(n int) int64 {
-		v, e := decodeInt(fields[n], raw[n], 8)
-		if e != nil && err == nil {
-			err = fmt.Errorf("column %s: %w", fields[n].Name, e)
-		}
-		return v
-	}
-	notNull := func(n int) []byte {
-		if raw[n] == nil && err == nil {
-			err = fmt.Errorf("column %s: %w", fields[n].Name, errNull)
-		}
-		return raw[n]
-	}
-	r.Pinned = int8At(0)
-	r.RecordID = text.string(notNull(1))
-	r.Sequence = int8At(2)
-	r.MutationID = text.string(notNull(3))
-	if b := notNull(4); len(b) == 1 {
-		r.Deleted = b[0] == 1 || b[0] == 't'
-	} else if err == nil {
-		err = fmt.Errorf("column %s: %d bytes for a boolean", fields[4].Name, len(b))
-	}
+	c := rawColumns{fields: fields, raw: raw}
+	r.Pinned = c.int(0, 8)
+	r.RecordID = text.string(c.notNull(1))
+	r.Sequence = c.int(2, 8)
+	r.MutationID = text.string(c.notNull(3))
+	r.Deleted = c.bool(4)
 	if d := raw[5]; d != nil {
 		if fields[5].DataTypeOID == pgtype.JSONBOID && fields[5].Format == pgtype.BinaryFormatCode {
 			// jsonb's binary form is a version byte, 1, then the text.
@@ -165,37 +149,72 @@ func (r *RecordWalkPageRow) decode(fields []pgconn.FieldDescription, raw [][]byt
 		}
 		r.Data = text.bytes(d)
 	}
-	r.CapturedAt = int8At(6)
-	r.ReceivedAt = int8At(7)
+	r.CapturedAt = c.int(6, 8)
+	r.ReceivedAt = c.int(7, 8)
 	if sv := raw[8]; sv != nil {
 		s := text.string(sv)
 		r.SourceVersion = &s
 	}
-	v, e := decodeInt(fields[9], notNull(9), 4)
-	if e != nil && err == nil {
-		err = fmt.Errorf("column %s: %w", fields[9].Name, e)
-	}
-	r.PayloadVersion = int32(v)
-	return err
+	r.PayloadVersion = int32(c.int(9, 4))
+	return c.err
 }
 
-var errNull = fmt.Errorf("NULL where a value is required")
+var errNull = errors.New("NULL where a value is required")
 
-// decodeInt reads an integer column of size bytes (int8: 8, int4: 4) in
+// rawColumns reads one row's raw values, keeping the first error.
+type rawColumns struct {
+	fields []pgconn.FieldDescription
+	raw    [][]byte
+	err    error
+}
+
+func (c *rawColumns) fail(n int, err error) {
+	if c.err == nil {
+		c.err = fmt.Errorf("column %s: %w", c.fields[n].Name, err)
+	}
+}
+
+// notNull is column n's bytes, which must not be NULL.
+func (c *rawColumns) notNull(n int) []byte {
+	if c.raw[n] == nil {
+		c.fail(n, errNull)
+	}
+	return c.raw[n]
+}
+
+// int reads column n, an integer of size bytes (int8: 8, int4: 4), in
 // either wire format.
-func decodeInt(f pgconn.FieldDescription, b []byte, size int) (int64, error) {
+func (c *rawColumns) int(n, size int) int64 {
+	b := c.notNull(n)
 	switch {
 	case b == nil:
-		return 0, errNull
-	case f.Format == pgtype.TextFormatCode:
-		return strconv.ParseInt(string(b), 10, size*8)
+		return 0
+	case c.fields[n].Format == pgtype.TextFormatCode:
+		v, err := strconv.ParseInt(string(b), 10, size*8)
+		if err != nil {
+			c.fail(n, err)
+		}
+		return v
 	case len(b) != size:
-		return 0, fmt.Errorf("%d bytes for an integer of %d", len(b), size)
+		c.fail(n, fmt.Errorf("%d bytes for an integer of %d", len(b), size))
+		return 0
 	case size == 8:
-		return int64(binary.BigEndian.Uint64(b)), nil
+		return int64(binary.BigEndian.Uint64(b))
 	default:
-		return int64(int32(binary.BigEndian.Uint32(b))), nil
+		return int64(int32(binary.BigEndian.Uint32(b)))
 	}
+}
+
+// bool reads column n, a boolean, in either wire format.
+func (c *rawColumns) bool(n int) bool {
+	b := c.notNull(n)
+	if len(b) != 1 {
+		if b != nil {
+			c.fail(n, fmt.Errorf("%d bytes for a boolean", len(b)))
+		}
+		return false
+	}
+	return b[0] == 1 || b[0] == 't'
 }
 
 // pageArena holds the text of one page's rows in a few blocks instead of
