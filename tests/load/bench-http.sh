@@ -141,29 +141,15 @@ pgtps() { # pgbench FILE VARS... -> tps
   pgbench -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "${DURATION%s}" "$@" -f "$f" "$DATABASE_URL" 2>&1 |
     awk '/^tps = / { printf "%.0f", $3 }'
 }
-# dbticks FILE: "pid ticks" of every backend of the bench database (user
-# plus system CPU in clock ticks, from /proc), for the database's time per
-# request: pg_stat_statements needs shared_preload_libraries, which a
-# shared server may not have.
-dbticks() {
-  psql "$DATABASE_URL" -Atc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()" |
-    while read -r p; do [ -r "/proc/$p/stat" ] && awk -v p="$p" '{ print p, $14 + $15 }' "/proc/$p/stat"; done >"$1" || true
-}
-# dbus BEFORE AFTER REQUESTS: the backends' CPU microseconds per request
-# between two dbticks (a backend that left between them is not counted).
-dbus() {
-  awk -v n="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { b[$1] = $2; next } { d += $2 - b[$1] }
-    END { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else printf "-" }' "$1" "$2"
-}
 # wrkrun PATH [LUA [-- ARGS]]: req/s p50_ms p99_ms non2xx db_us_per_request
 wrkrun() {
   local path=$1 lua=() out n
   [ -n "${2:-}" ] && lua=(-s "$2")
   shift $(( $# < 2 ? $# : 2 ))
   checkpoint
-  dbticks "$work/ticks.before"
+  dbticks "$DATABASE_URL" "$work/ticks.before"
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1)
-  dbticks "$work/ticks.after"
+  dbticks "$DATABASE_URL" "$work/ticks.after"
   n=$(echo "$out" | awk '/ requests in / { print $1 }')
   echo "$out" |
     awk -v db="$(dbus "$work/ticks.before" "$work/ticks.after" "${n:-0}")" \

@@ -11,7 +11,9 @@
 # records_walk_idx, LIMIT 100, the walk's columns, nothing else) on both:
 # the most the column type alone changes in a statement reading these rows.
 # Prints every run, then each side's range and the new/old of the means,
-# then the new/old of each round (adjacent runs): range and median.
+# the CPU per walk request of each side's serve and database backends
+# (from /proc, over each wrk run), then the new/old of each round
+# (adjacent runs): range and median.
 #
 # Usage: make compare-walk OLD=bin/foodsafe-old [NEW=bin/foodsafe] [ROUNDS=3] [DURATION=10s] [OLD_STATEMENT=RecordWalkPage]
 # (ADDR_OLD, ADDR_NEW, METRICS_OLD, METRICS_NEW: the listeners, default
@@ -36,7 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-declare -A base key
+declare -A base key spid
 for s in old new; do
   bin=$OLD; [ $s = new ] && bin=$NEW
   u=$(url $s)
@@ -60,7 +62,7 @@ SQL
   addr=ADDR_${s^^} maddr=METRICS_${s^^}
   DATABASE_URL="$u&pool_max_conns=$CONNECTIONS" FOODSAFE_ADDR=${!addr:-127.0.0.1:0} FOODSAFE_METRICS_ADDR=${!maddr:-127.0.0.1:0} FOODSAFE_RATE_LIMIT=1000000000 \
     FOODSAFE_LOG_LEVEL=warn FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_BLOB_DIR="$work/blobs-$s" "$bin" serve 2>"$work/serve-$s.log" &
-  pid=$!; pids+=("$pid")
+  pid=$!; pids+=("$pid"); spid[$s]=$pid
   a=$(serve_api_addr "$pid" "$work/serve-$s.log")
   base[$s]=http://$a
 done
@@ -79,7 +81,19 @@ statement() {
 statement "${OLD_STATEMENT:-RecordWalkPage}" >"$work/walk-old.sql"
 statement RecordWalkFirstPage >"$work/walk-new.sql"
 export PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off"
-wrkrps() { wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -H "Authorization: Bearer ${key[$1]}" "${base[$1]}$PATH_WALK" | awk '/Requests\/sec/ { printf "%.0f", $2 }'; }
+# wrkrps SIDE: appends the walk page's req/s to w[SIDE], and the CPU
+# microseconds per request of that side's serve and of its database's
+# backends (from /proc) to scpu[SIDE] and dcpu[SIDE].
+wrkrps() {
+  local out n
+  proc_ticks "${spid[$1]}" "$work/serve.before"; dbticks "$(url "$1")" "$work/db.before"
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -H "Authorization: Bearer ${key[$1]}" "${base[$1]}$PATH_WALK")
+  proc_ticks "${spid[$1]}" "$work/serve.after"; dbticks "$(url "$1")" "$work/db.after"
+  n=$(awk '/ requests in / { print $1 }' <<<"$out")
+  scpu[$1]+="$(dbus "$work/serve.before" "$work/serve.after" "$n") "
+  dcpu[$1]+="$(dbus "$work/db.before" "$work/db.after" "$n") "
+  w[$1]+="$(awk '/Requests\/sec/ { printf "%.0f", $2 }' <<<"$out") "
+}
 pgtps() {
   pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -D restaurant_id=r1 -D collection=temperature-records \
     -D after_sequence=0 -D max_rows=101 -f "$work/walk-$1.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
@@ -94,10 +108,10 @@ plaintps() {
   pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "${DURATION%s}" -f "$work/plain.sql" "$(url "$1")" 2>&1 | awk '/^tps = / { printf "%.0f", $3 }'
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A w p q ratios
+declare -A w p q ratios scpu dcpu
 for r in $(seq 1 "$ROUNDS"); do
   order="old new"; [ $((r % 2)) = 0 ] && order="new old"
-  for s in $order; do w[$s]+="$(wrkrps $s) "; done
+  for s in $order; do wrkrps $s; done
   for s in $order; do p[$s]+="$(pgtps $s) "; done
   for s in $order; do q[$s]+="$(plaintps $s) "; done
   last() { awk '{ print $NF }' <<<"$1"; }
@@ -115,6 +129,9 @@ printf 'its data statement:        old %s tps,   new %s tps:   new/old %.2f\n' "
   "$(echo "$(mean "${p[new]}") / $(mean "${p[old]}")" | bc -l)"
 printf 'the plainest page:         old %s tps,   new %s tps:   new/old %.2f\n' "$(range "${q[old]}")" "$(range "${q[new]}")" \
   "$(echo "$(mean "${q[new]}") / $(mean "${q[old]}")" | bc -l)"
+for s in old new; do
+  printf 'CPU per walk request, %s: serve %s µs, its database backends %s µs\n' "$s" "$(range "${scpu[$s]}")" "$(range "${dcpu[$s]}")"
+done
 # A shared machine's throughput drifts between rounds (seen here: a side
 # 30% slower in one round than in the one before); the two runs of a round
 # are adjacent, so each round's new/old is the steadier figure.

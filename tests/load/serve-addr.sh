@@ -13,3 +13,21 @@ serve_api_addr() {
   [ -n "$api" ] || { echo "serve (pid $pid) did not start" >&2; cat "$log" >&2; return 1; }
   echo "$api"
 }
+
+# dbticks URL FILE: "pid ticks" of every backend of URL's database (user
+# plus system CPU in clock ticks, from /proc), for the database's time per
+# request: pg_stat_statements needs shared_preload_libraries, which a
+# shared server may not have.
+dbticks() {
+  psql "$1" -Atc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()" |
+    while read -r p; do [ -r "/proc/$p/stat" ] && awk -v p="$p" '{ print p, $14 + $15 }' "/proc/$p/stat"; done >"$2" || true
+}
+# dbus BEFORE AFTER REQUESTS: the CPU microseconds per request between two
+# dbticks (or proc_ticks) files (a process that left between them is not
+# counted).
+dbus() {
+  awk -v n="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { b[$1] = $2; next } { d += $2 - b[$1] }
+    END { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else printf "-" }' "$1" "$2"
+}
+# proc_ticks PID FILE: "pid ticks" of one process, as dbticks writes them.
+proc_ticks() { awk -v p="$1" '{ print p, $14 + $15 }' "/proc/$1/stat" >"$2"; }
