@@ -165,6 +165,8 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      needs is compacted (FOODSAFE_COMPACT_AFTER is longer).
 -- Records created after P are in neither. The caller merges both branches
 -- by sequence and keeps the first max_rows, so the statement needs no Sort.
+-- The service runs it for pages with a pin; a page without one (P = H, so
+-- branch 2 is empty) runs RecordWalkFirstPage, this statement without it.
 -- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
 -- records_walk_idx: written as max(), a planner without statistics (a
 -- never-ANALYZEd table) aggregates the stream's whole index range instead.
