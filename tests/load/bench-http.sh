@@ -34,7 +34,7 @@
 # first), so two runs on one server do not drop each other's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. tests/load/serve-addr.sh
+. tests/load/common.sh
 BIN=${BIN:-bin/foodsafe}
 BARE=${BARE:-bin/bench-bare}
 DURATION=${DURATION:-10s}
@@ -125,12 +125,12 @@ sql() {
 }
 # The service's planner settings (store.PlannerSettings), for pgbench too.
 export PGOPTIONS="-c enable_seqscan=off -c enable_bitmapscan=off"
-# script FILE NAME... : a pgbench script of the named statements (with
-# fixed substitutions from SUBST, a sed expression), one transaction each.
+# script FILE NAME... : a pgbench script of the named statements, one
+# transaction each.
 script() {
   local f=$1; shift
   : >"$f"
-  for q in "$@"; do sql "$q" | sed -E "${SUBST:-s/^//}" >>"$f"; done
+  for q in "$@"; do sql "$q" >>"$f"; done
 }
 # Every measurement starts from a checkpoint, so none pays for the dirty
 # pages or the full-page writes of the one before it (ingest is sensitive).

@@ -20,7 +20,7 @@
 # 127.0.0.1:0, any free port).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-. tests/load/serve-addr.sh
+. tests/load/common.sh
 OLD=${OLD:?OLD=path of the old binary}
 NEW=${NEW:-bin/foodsafe}
 ROUNDS=${ROUNDS:-3}

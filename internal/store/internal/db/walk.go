@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -34,36 +33,21 @@ import (
 // changed without this file) is scanned by pgx instead, and
 // TestRecordWalkPageIntoAgrees holds both paths to the generated scan.
 func (q *Queries) RecordWalkPageInto(ctx context.Context, arg RecordWalkPageParams, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkPage,
-		arg.RestaurantID,
-		arg.Collection,
-		arg.Pinned,
-		arg.AfterSequence,
-		arg.MaxRows,
-	)
-	if err != nil {
-		return items, err
-	}
-	return scanWalkRows(rows, items)
+	return q.walkRowsInto(ctx, items, recordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows)
 }
 
 // RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
 // RecordWalkPage: its columns are RecordWalkPage's.
 func (q *Queries) RecordWalkFirstPageInto(ctx context.Context, arg RecordWalkFirstPageParams, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkFirstPage,
-		arg.RestaurantID,
-		arg.Collection,
-		arg.AfterSequence,
-		arg.MaxRows,
-	)
+	return q.walkRowsInto(ctx, items, recordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows)
+}
+
+// walkRowsInto runs a walk statement and appends its rows to items.
+func (q *Queries) walkRowsInto(ctx context.Context, items []RecordWalkPageRow, sql string, args ...any) ([]RecordWalkPageRow, error) {
+	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
 		return items, err
 	}
-	return scanWalkRows(rows, items)
-}
-
-// scanWalkRows appends the rows of a walk statement to items.
-func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())

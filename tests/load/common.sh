@@ -1,4 +1,7 @@
-# Sourced by the load scripts. serve_api_addr PID LOG prints the API
+# Sourced by the load scripts: finding a serve's API address, and the CPU
+# time of processes from /proc.
+#
+# serve_api_addr PID LOG prints the API
 # address of the serve process PID once it answers /health/live (the
 # listener that also answers /metrics is the operator listener, not the
 # API), waiting up to 10 s; otherwise it prints LOG and fails.
@@ -20,7 +23,7 @@ serve_api_addr() {
 # shared server may not have.
 dbticks() {
   psql "$1" -Atc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()" |
-    while read -r p; do [ -r "/proc/$p/stat" ] && awk -v p="$p" '{ print p, $14 + $15 }' "/proc/$p/stat"; done >"$2" || true
+    while read -r p; do [ -r "/proc/$p/stat" ] && ticks "$p"; done >"$2" || true
 }
 # dbus BEFORE AFTER REQUESTS: the CPU microseconds per request between two
 # dbticks (or proc_ticks) files (a process that left between them is not
@@ -29,5 +32,7 @@ dbus() {
   awk -v n="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR { b[$1] = $2; next } { d += $2 - b[$1] }
     END { if (n > 0) printf "%.0f", d / hz * 1e6 / n; else printf "-" }' "$1" "$2"
 }
-# proc_ticks PID FILE: "pid ticks" of one process, as dbticks writes them.
-proc_ticks() { awk -v p="$1" '{ print p, $14 + $15 }' "/proc/$1/stat" >"$2"; }
+# ticks PID: "pid ticks", the process's user plus system CPU in clock ticks.
+ticks() { awk -v p="$1" '{ print p, $14 + $15 }' "/proc/$1/stat"; }
+# proc_ticks PID FILE: one process's ticks, as dbticks writes them.
+proc_ticks() { ticks "$1" >"$2"; }
