@@ -98,6 +98,10 @@ func (a *API) deliveryPut(c *gin.Context) error {
 	if len(errs) > 0 {
 		return validate.Invalid(errs)
 	}
+	// imageCount 2.0 is the integer 2 (the schema accepted it as one): in
+	// its integer form it decodes into the typed delivery, and is served
+	// as 2.
+	a.schemas.Integers("delivery", doc)
 	var d wire.Delivery
 	if err := remarshal(doc, &d); err != nil {
 		return err

@@ -157,6 +157,13 @@ func (a *API) recordPut(c *gin.Context) error {
 	if len(errs) > 0 || !capturedOK {
 		return validate.Invalid(errs)
 	}
+	// Integer fields take their integer form (1.0 becomes 1), so a typed
+	// client can decode them; the rest of data stays as sent. The digest
+	// compares values, which this does not change.
+	var integers map[string]string
+	if !deleted && data != nil {
+		integers = a.schemas.Integers(collection+".data", data)
+	}
 	canon, err := canonicalJSON(doc)
 	if err != nil {
 		return err
@@ -170,8 +177,13 @@ func (a *API) recordPut(c *gin.Context) error {
 	}
 	if !m.Deleted {
 		// Stored as sent (validate.RawMember), never re-encoded from the
-		// decoded form: numbers keep their text, members their order.
-		if m.Data, err = validate.RawMember(body, "data"); err != nil {
+		// decoded form: numbers keep their text (but for integer fields),
+		// members their order.
+		raw, err := validate.RawMember(body, "data")
+		if err != nil {
+			return err
+		}
+		if m.Data, err = validate.ReplaceNumbers(raw, integers); err != nil {
 			return err
 		}
 	}

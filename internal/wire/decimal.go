@@ -80,6 +80,28 @@ func (d Decimal) Canonical() string {
 	return sign + d.digits + "e" + strconv.FormatInt(d.exp, 10)
 }
 
+// Integer is the value's plain integer text ("100" for 1E2, 1.00e2 and
+// 100.0; "0" for -0.0 and 0E0), or ok false when the value has a
+// fractional part. It is the form an integer field of the schemas takes
+// on the wire, whatever form a device sent: a typed client decodes it
+// into an integer, where 1.0 fails (Go's encoding/json, oapi-codegen,
+// serde, Jackson). The text is at most len(digits) + exp characters, so
+// callers pass only values already bounded (every number the service
+// accepts is a finite double: at most 309 digits).
+func (d Decimal) Integer() (text string, ok bool) {
+	if d.digits == "" {
+		return "0", true
+	}
+	if d.exp < 0 {
+		return "", false
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	return sign + d.digits + strings.Repeat("0", int(d.exp)), true
+}
+
 // CanonicalJSON re-encodes a JSON document so that equal values have equal
 // bytes: object members sorted by name, numbers in Decimal.Canonical form,
 // no insignificant whitespace. Digests of requests (to tell a replay from a

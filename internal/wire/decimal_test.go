@@ -33,6 +33,32 @@ func TestDecimal(t *testing.T) {
 	}
 }
 
+// Integer is the plain text of an integral value in any notation, and
+// refuses a value with a fraction.
+func TestDecimalInteger(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"0": "0", "-0": "0", "-0.0": "0", "0E0": "0", "0.000e-5": "0", "1": "1", "1.0": "1", "1E2": "100", "1e+2": "100",
+		"2.50e1": "25", "-7.000": "-7", "-1.5e1": "-15", "9007199254740991.0": "9007199254740991", "12.34e2": "1234",
+		"100e-2": "1", "1.7976931348623157e308": "17976931348623157" + strings.Repeat("0", 292),
+	} {
+		d, ok := wire.ParseDecimal(in)
+		if !ok {
+			t.Fatalf("ParseDecimal(%q) refused", in)
+		}
+		got, integral := d.Integer()
+		if !integral || got != want {
+			t.Errorf("ParseDecimal(%q).Integer() = %q, %v; want %q", in, got, integral, want)
+		}
+	}
+	for _, frac := range []string{"1.5", "0.1", "1e-1", "-2.50", "12.345e2", "5e-324"} {
+		d, _ := wire.ParseDecimal(frac)
+		if got, integral := d.Integer(); integral {
+			t.Errorf("ParseDecimal(%q).Integer() = %q, an integer", frac, got)
+		}
+	}
+}
+
 func TestCanonicalJSON(t *testing.T) {
 	t.Parallel()
 	a, err := wire.CanonicalJSON([]byte(`{"b":[1.50, 2], "a": {"y": 1E2, "x": "1.50"}}`))
