@@ -147,10 +147,12 @@ bench-http: build
 	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
 
-## bench-migrate-data: the cost of migration 00013 (data from jsonb to
-## json) per million rows, as a migration and online (tests/load/migrate-data.sh).
+## bench-migrate-data: the cost of a data migration per million rows
+## (tests/load/migrate-data.sh): MIGRATION=00013 (default; data from jsonb
+## to json) and 00019 (a delivery's temperature records from jsonb to
+## json) as a migration and online, 00020 (integer fields in plain form).
 bench-migrate-data: build
-	ROWS=$(ROWS) tests/load/migrate-data.sh
+	ROWS=$(ROWS) MIGRATION=$(MIGRATION) tests/load/migrate-data.sh
 
 ## compare-walk: a walk page and its data statement on an older binary
 ## (OLD=path) and this one, alternating (tests/load/compare-walk.sh).

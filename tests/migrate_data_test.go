@@ -2,6 +2,12 @@ package tests
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -65,4 +71,242 @@ func TestMigrationKeepsDataValues(t *testing.T) {
 		require.NoError(t, sqlDB.QueryRowContext(ctx, `SELECT data::text FROM `+table+` WHERE record_id = 'a2'`).Scan(&tombstone))
 		require.Nil(t, tombstone, table)
 	}
+}
+
+// migratedTo is a fresh database migrated up to version (goose's UpTo),
+// with its goose provider to go on from there.
+func migratedTo(t *testing.T, version int64) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(testdb.EmptyURL(t))
+	require.NoError(t, err)
+	sqlDB := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { sqlDB.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(context.Background(), version)
+	require.NoError(t, err)
+	return sqlDB, p
+}
+
+// Migration 00020 gives the integer fields of stored records and changes
+// their plain integer form, however they were stored (the compact text of
+// a client, jsonb's spaced text form of rows older than 00013), nested or
+// not; only those numbers change (and the spacing of the objects on the
+// way to them); other fields that are numbers, strings that read "1.0",
+// members of the same name in other collections, plain integers,
+// tombstones and compacted changes are left as they were.
+func TestMigrationPlainIntegers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqlDB, p := migratedTo(t, 19)
+	_, err := sqlDB.ExecContext(ctx, `INSERT INTO restaurants (id, enabled_at) VALUES ('r1', now())`)
+	require.NoError(t, err)
+	sha := strings.Repeat("a", 64)
+	cases := []struct{ collection, stored, want string }{
+		{"equipment", `{"index":1.0,"type":"F","name":"1.0","isDeleted":false,"min":1.0,"max":1E+1}`,
+			`{"index":1,"type":"F","name":"1.0","isDeleted":false,"min":1.0,"max":1E+1}`},
+		{"equipment", `{"index":3,"type":"F","name":"plain","isDeleted":false,"min":1.0}`,
+			`{"index":3,"type":"F","name":"plain","isDeleted":false,"min":1.0}`},
+		{"fryer-equipment", `{"index":-0,"name":"minus zero","isDeleted":false}`, `{"index":0,"name":"minus zero","isDeleted":false}`},
+		{"cooking-equipment", `{"index":null,"name":"none","isDeleted":false,"min":60.0}`, `{"index":null,"name":"none","isDeleted":false,"min":60.0}`},
+		{"cleaning-tasks", `{"index":1E2,"name":"n","recurrence":2.50e1,"isDeleted":false}`, `{"index":100,"name":"n","recurrence":25,"isDeleted":false}`},
+		{"cleaning-tasks", `{"index": 0.0, "name": "jsonb, text", "recurrence": 7, "isDeleted": false}`,
+			`{"index":0,"name":"jsonb, text","recurrence":7,"isDeleted":false}`},
+		{"restaurants",
+			`{"name": "B", "address": "A", "settings": {"global": {"reportWeekday": 5.0, "exportSchedule": {"dayOfMonth": 15, "dayOfWeek": 3.0}, ` +
+				`"reportRecipients": ["a", "b"]}, "temperatureRecords": {"recordsPerDay": 2.0}}, "closingDays": [], "subscription": {"remindersSent": 0.0}}`,
+			`{"name":"B","address":"A","settings":{"global":{"reportWeekday":5,"exportSchedule":{"dayOfMonth":15,"dayOfWeek":3},` +
+				`"reportRecipients":["a", "b"]},"temperatureRecords":{"recordsPerDay": 2.0}},"closingDays":[],"subscription":{"remindersSent":0}}`},
+		{"cleaning-task-pictures", `{"timestamp":"1","asset":{"objectKey":"k","status":"uploaded","contentType":"image/png","byteLength":1.024e3,"sha256":"` + sha + `"}}`,
+			`{"timestamp":"1","asset":{"objectKey":"k","status":"uploaded","contentType":"image/png","byteLength":1024,"sha256":"` + sha + `"}}`},
+		{"temperature-records", `{"timestamp":"1","value":1.0,"unit":"C","shift":"AM","equipmentId":"f","index":1.0}`,
+			`{"timestamp":"1","value":1.0,"unit":"C","shift":"AM","equipmentId":"f","index":1.0}`},
+		{"areas", `{"name":"a","isDeleted":false,"index":2.0}`, `{"name":"a","isDeleted":false,"index":2.0}`},
+	}
+	for i, tc := range cases {
+		id := fmt.Sprintf("rec-%d", i)
+		_, err := sqlDB.ExecContext(ctx, `
+			WITH c AS (
+			  INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+			                              captured_at, received_at, payload_version, request_sha256)
+			  VALUES ('r1', $1, $4, $2, $2, false, $3::json, 1, 1, 1, '\x00')
+			  RETURNING restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version)
+			INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
+			                     captured_at, received_at, payload_version)
+			SELECT * FROM c`, tc.collection, id, tc.stored, i+1)
+		require.NoError(t, err, tc.stored)
+	}
+	// A tombstone, and a compacted change (its data gone), of a collection
+	// the migration rewrites.
+	_, err = sqlDB.ExecContext(ctx, `
+		INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256, superseded_by, superseded_at, compacted_at)
+		VALUES ('r1', 'equipment', 2, 'gone', 'tomb', true, NULL, 1, 1, 1, '\x00', NULL, NULL, NULL),
+		       ('r1', 'equipment', 1, 'gone', 'old', false, NULL, 1, 1, 1, '\x00', 2, 1, 1)`)
+	require.NoError(t, err)
+
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	// Run once more: it converges (nothing left to rewrite, nothing
+	// rewritten twice).
+	_, err = sqlDB.ExecContext(ctx, readUp(t, "00020_integer_fields_plain.sql"))
+	require.NoError(t, err)
+	for i, tc := range cases {
+		for _, q := range []string{
+			`SELECT data::text FROM records WHERE record_id = $1`,
+			`SELECT data::text FROM record_changes WHERE mutation_id = $1`,
+		} {
+			var got string
+			require.NoError(t, sqlDB.QueryRowContext(ctx, q, fmt.Sprintf("rec-%d", i)).Scan(&got))
+			require.Equal(t, tc.want, got, "%s %s", tc.collection, q)
+			var same bool
+			require.NoError(t, sqlDB.QueryRowContext(ctx, `SELECT $1::jsonb = $2::jsonb`, tc.stored, got).Scan(&same))
+			require.True(t, same, "the same value: %s", tc.stored)
+		}
+	}
+	var nulls int
+	require.NoError(t, sqlDB.QueryRowContext(ctx, `SELECT count(*) FROM record_changes WHERE record_id = 'gone' AND data IS NULL`).Scan(&nulls))
+	require.Equal(t, 2, nulls)
+}
+
+// readUp is the Up section of a migration, as one script.
+func readUp(t *testing.T, name string) string {
+	t.Helper()
+	b, err := migrations.FS.ReadFile(name)
+	require.NoError(t, err)
+	up, _, ok := strings.Cut(string(b), "-- +goose Down")
+	require.True(t, ok, name)
+	return up
+}
+
+// The online way of migration 00019 (sql/online/...) converts
+// deliveries.temperature_records from jsonb to json while the service
+// reads and writes deliveries: every row keeps its value in jsonb's text
+// form, deliveries written during the conversion are converted too (the
+// trigger), the column ends json and NOT NULL with no helper left behind,
+// the migration then only records itself, a re-run changes nothing, and a
+// delivery written afterwards keeps its number text.
+func TestOnlineDeliveryTemperatures(t *testing.T) {
+	t.Parallel()
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("psql is not installed: CI must run the online migration test")
+		}
+		t.Skip("skipped: psql is not installed (the PostgreSQL client; CI runs this test)")
+	}
+	ctx := context.Background()
+	url := testdb.URL(t)
+	execSQL(t, url, `ALTER TABLE deliveries ALTER COLUMN temperature_records TYPE jsonb USING temperature_records::jsonb`)
+	a := newApp(t, withDatabaseURL(url))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:write", "deliveries:read"))
+	// A client of the spec retries a 503 (with backoff; here at once):
+	// each pooled connection meets the swap once, as a prepared statement
+	// whose result type changed. retrying answers the first other answer
+	// and how many 503s came before it.
+	retrying := func(f func() response) (response, int) {
+		for n := 0; ; n++ {
+			if r := f(); r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || n == 20 {
+				return r, n
+			}
+		}
+	}
+	put := func(id, value string) (response, int) {
+		body := strings.Replace(string(mustJSON(t, deliveryJSON(id, 1000))), `"value":3.5`, `"value":`+value, 1)
+		return retrying(func() response {
+			return a.putRaw(key, "/v1/ingest/restaurants/r1/deliveries/"+id, "application/json", []byte(body))
+		})
+	}
+	get := func(path string) (response, int) { return retrying(func() response { return a.getAs(key, path) }) }
+	for i := range 50 {
+		r, _ := put(fmt.Sprintf("before-%02d", i), "1E+2")
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	}
+
+	// Writes and reads go on while the script runs; anything but a 200
+	// (after retried 503s) is a failure. Outcomes are collected here and
+	// checked on the test goroutine.
+	stop, failures := make(chan struct{}), make(chan string, 1000)
+	written, retried := make(chan int, 1), make(chan int, 1)
+	go func() {
+		n, retries := 0, 0
+		defer func() { written <- n; retried <- retries }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := fmt.Sprintf("during-%04d", n)
+			r, k := put(id, "-0.0")
+			if retries += k; r.Status != http.StatusOK {
+				failures <- fmt.Sprintf("write %s: %d %s", id, r.Status, r.Body)
+			}
+			r, k = get(deliveriesPath("r1", window(0, 2000, 10)))
+			if retries += k; r.Status != http.StatusOK {
+				failures <- fmt.Sprintf("read: %d %s", r.Status, r.Body)
+			}
+			n++
+		}
+	}()
+	out, err := exec.Command(psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1",
+		"-f", "../sql/online/00019_delivery_temperatures_as_received.sql").CombinedOutput()
+	close(stop)
+	during := <-written
+	t.Logf("%d deliveries written during the conversion, %d answers of 503 retried", during, <-retried)
+	close(failures)
+	require.NoError(t, err, "%s", out)
+	for f := range failures {
+		t.Error(f)
+	}
+	if t.Failed() {
+		t.Log(a.logs.String())
+	}
+
+	db, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer db.Close(ctx)
+	var typ string
+	var notNull bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT format_type(atttypid, atttypmod), attnotnull FROM pg_attribute
+		WHERE attrelid = 'deliveries'::regclass AND attname = 'temperature_records'`).Scan(&typ, &notNull))
+	require.Equal(t, "json", typ)
+	require.True(t, notNull)
+	var leftovers int
+	require.NoError(t, db.QueryRow(ctx, `SELECT
+		  (SELECT count(*) FROM pg_attribute WHERE attrelid = 'deliveries'::regclass AND attname = 'temperature_records_json' AND NOT attisdropped)
+		+ (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'deliveries'::regclass AND NOT tgisinternal)
+		+ (SELECT count(*) FROM pg_constraint WHERE conrelid = 'deliveries'::regclass AND conname LIKE '%json%')
+		+ (SELECT count(*) FROM pg_proc WHERE proname LIKE 'foodsafe_temperatures%')`).Scan(&leftovers))
+	require.Zero(t, leftovers, "helpers left behind")
+	var rows, converted int
+	// Each row holds its value: as jsonb's text when it was written
+	// before the swap, or (written by the service after it) as the text
+	// the service writes.
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (
+		  WHERE temperature_records::jsonb = ('[{"product": "Chicken breast", "lotNumber": "L-2211", "unit": "°C", "value": ' ||
+		        CASE WHEN id LIKE 'before-%' THEN '1E+2' ELSE '-0.0' END ||
+		        '}, {"product": "Yoghurt", "lotNumber": "Y-9", "unit": "celsius", "value": -1}]')::jsonb
+		    AND (temperature_records::text = temperature_records::jsonb::text OR (id LIKE 'during-%' AND temperature_records::text =
+		         '[{"product":"Chicken breast","lotNumber":"L-2211","unit":"°C","value":-0.0},{"product":"Yoghurt","lotNumber":"Y-9","unit":"celsius","value":-1}]')))
+		FROM deliveries`).Scan(&rows, &converted))
+	require.Equal(t, 50+during, rows)
+	require.Equal(t, rows, converted, "every row holds its value, as jsonb's text or the service's")
+
+	// The migration finds the column converted; the script again changes
+	// nothing.
+	_, err = db.Exec(ctx, readUp(t, "00019_delivery_temperatures_as_received.sql"))
+	require.NoError(t, err)
+	out, err = exec.Command(psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1",
+		"-f", "../sql/online/00019_delivery_temperatures_as_received.sql").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r, _ := put("after", "1E+2")
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	r, _ = get("/v1/restaurants/r1/deliveries/after")
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.Equal(t, "1E+2", firstTemperature(t, r.Body))
+	r, _ = get("/v1/restaurants/r1/deliveries/before-00")
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	require.Equal(t, "100", firstTemperature(t, r.Body))
 }

@@ -196,3 +196,85 @@ func TestWriteAnswerOnJSONBDataIsCompact(t *testing.T) {
 		require.Equal(t, `{"max":null,"min":1.50,"name":"a, b: c","isDeleted":false}`, dataOf(t, mustData(t, r.Body)), what)
 	}
 }
+
+// A delivery's temperature values read back with the text they were sent
+// with, in every form JSON allows, as records' data does: in the write's
+// answer and its replay, a single read, the list, the list in receive
+// order and over MCP (migration 00019 made the column json; as jsonb it
+// printed 1E+2 as 100 and -0.0 as 0.0).
+func TestDeliveryNumbersReadBackAsSent(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:write", "deliveries:read"))
+	values := map[string]string{}
+	for i, n := range numberForms() {
+		id := fmt.Sprintf("d%02d", i)
+		plain := string(mustJSON(t, deliveryJSON(id, int64(1000+i))))
+		require.Contains(t, plain, `"value":3.5`)
+		sent := strings.Replace(plain, `"value":3.5`, `"value":`+n, 1)
+		values[id] = n
+		path := "/v1/ingest/restaurants/r1/deliveries/" + id
+		for _, what := range []string{"answer", "replay"} {
+			r := a.putRaw(key, path, "application/json", []byte(sent))
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", n, r.Body)
+			require.Equal(t, what == "replay", r.Header.Get("Idempotent-Replayed") == "true", what)
+			require.Equal(t, n, firstTemperature(t, mustData(t, r.Body)), "%s of %s", what, n)
+		}
+		got := a.getAs(key, "/v1/restaurants/r1/deliveries/"+id)
+		require.Equal(t, http.StatusOK, got.Status, "%s", got.Body)
+		require.Equal(t, n, firstTemperature(t, got.Body), "single read of %s", n)
+	}
+	type page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	checkPage := func(body []byte, where string) {
+		t.Helper()
+		var p page
+		require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+		require.Len(t, p.Data, len(values), where)
+		for _, d := range p.Data {
+			var id struct{ ID string }
+			require.NoError(t, json.Unmarshal(d, &id))
+			require.Equal(t, values[id.ID], firstTemperature(t, d), "%s, delivery %s", where, id.ID)
+		}
+	}
+	list := a.getAs(key, deliveriesPath("r1", window(0, 10000, 100)))
+	require.Equal(t, http.StatusOK, list.Status, "%s", list.Body)
+	checkPage(list.Body, "list")
+	changes := a.getAs(key, "/v1/restaurants/r1/delivery-changes?limit=100")
+	require.Equal(t, http.StatusOK, changes.Status, "%s", changes.Body)
+	checkPage(changes.Body, "delivery-changes")
+
+	s := a.mcpConnect(t, key, rev2026)
+	s.ok("list_deliveries", map[string]any{"restaurantId": "r1", "from": "0", "to": "10000", "limit": 100})
+	checkPage(mcpStructured(t, s), "list_deliveries")
+	s.ok("get_delivery", map[string]any{"restaurantId": "r1", "deliveryId": "d11"})
+	require.Equal(t, values["d11"], firstTemperature(t, mcpStructured(t, s)), "get_delivery")
+
+	// The column holds the text written, numbers as sent.
+	var stored string
+	require.NoError(t, a.store().Pool().QueryRow(context.Background(),
+		`SELECT temperature_records::text FROM deliveries WHERE restaurant_id = 'r1' AND id = 'd11'`).Scan(&stored))
+	require.Equal(t, `[{"product":"Chicken breast","lotNumber":"L-2211","unit":"°C","value":`+values["d11"]+`},`+
+		`{"product":"Yoghurt","lotNumber":"Y-9","unit":"celsius","value":-1}]`, stored)
+}
+
+// firstTemperature is the text of the first temperature record's value of
+// a delivery, as its bytes stand (the delivery itself, or {"data":
+// delivery}).
+func firstTemperature(t testing.TB, delivery []byte) string {
+	t.Helper()
+	var d struct {
+		Data               json.RawMessage `json:"data"`
+		TemperatureRecords []struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"temperatureRecords"`
+	}
+	require.NoError(t, json.Unmarshal(delivery, &d), "%s", delivery)
+	if len(d.TemperatureRecords) == 0 && len(d.Data) > 0 {
+		return firstTemperature(t, d.Data)
+	}
+	require.NotEmpty(t, d.TemperatureRecords, "%s", delivery)
+	return string(d.TemperatureRecords[0].Value)
+}

@@ -24,6 +24,7 @@ func TestTemperatureRecordsDecodeAsEncodingJSON(t *testing.T) {
 		"empty":            {`[]`, true},
 		"empty, spaced":    {`[ ]`, true},
 		"jsonb text":       {`[{"unit": "C", "value": 3.50, "product": "Milk", "lotNumber": "L1"}, {"unit": "F", "value": -0.5e+2, "product": "é \"q\" \u2028", "lotNumber": ""}]`, true},
+		"stored text":      {`[{"product":"\u003cb\u003e \u0026","lotNumber":"","unit":"°C","value":1E+2},{"product":"p","lotNumber":"l","unit":"C","value":-0.0}]`, true},
 		"empty object":     {`[{}]`, true},
 		"no value":         {`[{"product": "p", "lotNumber": "l", "unit": "C"}]`, true},
 		"other case":       {`[{"Product": "p", "VALUE": 1}]`, false},
@@ -68,6 +69,10 @@ func FuzzTemperatureRecordsDecode(f *testing.F) {
 		`[{"value":0.` + strings.Repeat("1234567890", 30) + `}]`,
 		`[{"Product": "p", "VALUE": 1}]`, `[{"product": "p", "extra": {"a": [1]}}]`, `[{"product": null, "value": 1}]`,
 		`[{"value": "12.5"}]`, `[{"value": "x"}]`, `[{"value": 1, "value": 2}]`, `[{"pro\u0064uct": "esc"}]`,
+		// As the service stores them since migration 00019 (json, the text
+		// encoding/json writes: numbers as sent, <, > and & escaped).
+		`[{"product":"\u003cb\u003e \u0026","lotNumber":"","unit":"°C","value":1E+2},{"product":"p","lotNumber":"l","unit":"C","value":-0.0}]`,
+		`[{"product":"p","lotNumber":"l","unit":"C","value":2.50E-3}]`,
 		"[{\"product\": \"a\xffb\"}]", `[{"product": "\ud800"}]`, `[{"product": "\ud83d\ude00 <&>"}]`, `[] []`,
 	} {
 		f.Add([]byte(s), []byte(`[{"product":"first","lotNumber":"l1","unit":"C","value":1.5}]`))

@@ -10,8 +10,8 @@ import (
 )
 
 // The hand-written scans of a delivery page (db.DeliveryListFirstInto and
-// db.DeliveryListAfterInto) return exactly what the functions sqlc
-// generates for the statements return, every column set (a commentary and
+// db.DeliveryListAfterInto) return the temperature records' stored text,
+// and exactly what the functions sqlc generates for the statements return, every column set (a commentary and
 // none, lists empty and not), and append to the slice they are given.
 func TestDeliveryListIntoAgrees(t *testing.T) {
 	ctx := context.Background()
@@ -20,11 +20,18 @@ func TestDeliveryListIntoAgrees(t *testing.T) {
 INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records,
                         non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_sequence)
 VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1),
-       ('r1', 'd2', 2000, false, 's2', 'T', '[{"unit": "C", "value": 3.50, "product": "p", "lotNumber": "l"}]',
+       ('r1', 'd2', 2000, false, 's2', 'T', '[{"product":"p","lotNumber":"l","unit":"C","value":1E+2},{"unit": "C", "value": -0.0, "product": "\u003c", "lotNumber": "l"}]',
         '{late,"warm <x>"}', '{returned}', 'note', 2, '\x02', 2),
        ('r1', 'd3', 2000, true, 's1', 'S', '[]', '{}', '{}', '', 1, '\x03', 3)`)
 	require.NoError(t, err)
 	q := db.New(st.Pool())
+	// The column holds the text written (json since migration 00019), and
+	// the scan reads it as stored: numbers, escapes and spacing included.
+	got, err := q.DeliveryListFirstInto(ctx, db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 2000, ToMs: 2000, MaxRows: 10}, nil)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, `[{"product":"p","lotNumber":"l","unit":"C","value":1E+2},{"unit": "C", "value": -0.0, "product": "\u003c", "lotNumber": "l"}]`,
+		string(got[1].TemperatureRecords))
 	held := db.Delivery{ID: "held"}
 	for name, max := range map[string]int32{"all": 10, "cut by max rows": 2, "none": 0} {
 		t.Run(name, func(t *testing.T) {

@@ -31,6 +31,11 @@ const unavailableDetail = "The database is briefly unavailable; retry with backo
 //   - any loss of the database (refused, reset, closed, timed out, shut
 //     down, overloaded, pool closed) is dependency-unavailable, which
 //     clients retry;
+//   - so is a statement whose cached plan no longer matches the schema
+//     (a migration changed a column's type under a running server:
+//     jsonb to json in 00013 and 00019, online or not): pgx forgets the
+//     statement on that error and prepares it again on the next call, so
+//     the retry succeeds;
 //   - anything else is returned as it is and becomes an opaque 500.
 //
 // The original error is kept as the cause, for the log line of the request.
@@ -49,7 +54,7 @@ func translate(err error) error {
 		switch {
 		case pe.Code == "23503": // foreign_key_violation
 			return apperr.ErrNotFound.WithCause(err)
-		case unavailableState(pe.Code):
+		case unavailableState(pe.Code), stalePlan(pe):
 			return unavailable(err)
 		}
 		return err
@@ -83,6 +88,13 @@ func unavailable(err error) error {
 // out of memory, disk full).
 func unavailableState(code string) bool {
 	return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P") || strings.HasPrefix(code, "53")
+}
+
+// stalePlan is PostgreSQL refusing a prepared statement whose result
+// type a schema change altered since it was prepared (SQLSTATE 0A000,
+// feature_not_supported, which otherwise means a bug of ours).
+func stalePlan(pe *pgconn.PgError) bool {
+	return pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan must not change result type")
 }
 
 // lostConnection recognises a connection that failed or went away under a

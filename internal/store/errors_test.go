@@ -41,6 +41,8 @@ func TestTranslate(t *testing.T) {
 		"conn closed, unwrapped": {errors.New("conn closed"), apperr.DependencyUnavailable},
 		"pool closed":            {puddle.ErrClosedPool, apperr.DependencyUnavailable},
 		"our own deadline":       {wrapped(context.DeadlineExceeded), apperr.DependencyUnavailable},
+		"a schema change under a cached statement": {&pgconn.PgError{Code: "0A000", Message: "cached plan must not change result type"},
+			apperr.DependencyUnavailable},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := translate(tc.err)
@@ -53,9 +55,10 @@ func TestTranslate(t *testing.T) {
 		})
 	}
 	for name, err := range map[string]error{
-		"a bug":            errors.New("some bug"),
-		"unique violation": &pgconn.PgError{Code: "23505"},
-		"syntax error":     &pgconn.PgError{Code: "42601"},
+		"a bug":                       errors.New("some bug"),
+		"unique violation":            &pgconn.PgError{Code: "23505"},
+		"syntax error":                &pgconn.PgError{Code: "42601"},
+		"another unsupported feature": &pgconn.PgError{Code: "0A000", Message: "cannot use subquery in index predicate"},
 	} {
 		if _, ok := apperr.As(translate(err)); ok {
 			t.Errorf("%s: translate(%v) = %v, want it left as an internal error", name, err, translate(err))

@@ -110,7 +110,7 @@ type Delivery struct {
 	IsCompliant  bool
 	SupplierID   string
 	SupplierName string
-	// Array of {product, lotNumber, unit, value} exactly as received; unit is stored as given (never assumed Celsius).
+	// Array of {product, lotNumber, unit, value} as received: JSON text, each value with the number text the provider sent (rows written before migration 00019 hold jsonb's text form); unit is stored as given (never assumed Celsius). Served as stored.
 	TemperatureRecords   []byte
 	NonComplianceReasons []string
 	CorrectiveActions    []string
