@@ -234,9 +234,15 @@ func (ct *contract) requestBody(op *openapi3.Operation, ex exchange) error {
 	if op.RequestBody == nil || op.RequestBody.Value == nil {
 		return nil
 	}
-	mt := op.RequestBody.Value.Content["application/json"] // exact: Get would match the */* of uploads
+	content := op.RequestBody.Value.Content
+	mt := content["application/json"] // exact: Get would match the */* of uploads
 	if mt == nil || mt.Schema == nil {
-		return nil // binary uploads: any bytes
+		// Binary uploads: any bytes, of a media type the operation lists.
+		got, _, _ := mime.ParseMediaType(ex.Header.Get("Content-Type"))
+		if content["*/*"] == nil && content[got] == nil {
+			return fmt.Errorf("content type %q is not documented", ex.Header.Get("Content-Type"))
+		}
+		return nil
 	}
 	if len(ex.Body) == 0 && !op.RequestBody.Value.Required {
 		return nil

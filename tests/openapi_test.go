@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +47,55 @@ func TestOpenAPIDocumentServed(t *testing.T) {
 	cli := a.cli("openapi")
 	require.Equal(t, 0, cli.Code, cli.Stderr)
 	require.JSONEq(t, string(r.Body), cli.Stdout)
+}
+
+// withoutQuery is ex without its query string.
+func withoutQuery(ex exchange) exchange {
+	ex.URL, _, _ = strings.Cut(ex.URL, "?")
+	return ex
+}
+
+// withHeader is ex with a request header field set.
+func withHeader(ex exchange, name, value string) exchange {
+	ex.Header = withHeaders(ex.Header, name, value)
+	return ex
+}
+
+// withHeaders is h with more header fields (name, value pairs).
+func withHeaders(h http.Header, kv ...string) http.Header {
+	h = h.Clone()
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+// The asset upload documents the objectKey it requires, with the rule of
+// data.asset.objectKey, so a client generated from the document can
+// upload; the delivery image upload lists the five photograph types it
+// takes instead of any type.
+func TestOpenAPIUploads(t *testing.T) {
+	t.Parallel()
+	ct, err := loadContract()
+	require.NoError(t, err)
+	asset := ct.doc.Paths.Value("/v1/ingest/restaurants/{restaurantId}/collections/{collection}/records/{recordId}/asset").Put
+	require.NotNil(t, asset)
+	var objectKey *openapi3.Parameter
+	for _, p := range asset.Parameters {
+		if p.Value.In == "query" && p.Value.Name == "objectKey" {
+			objectKey = p.Value
+		}
+	}
+	require.NotNil(t, objectKey, "the objectKey query parameter")
+	require.True(t, objectKey.Required)
+	require.Equal(t, "#/components/schemas/ObjectKey", objectKey.Schema.Ref, "the rule of data.asset.objectKey")
+	require.Equal(t, uint64(1024), *objectKey.Schema.Value.MaxLength)
+	require.Equal(t, []string{"*/*"}, slices.Collect(maps.Keys(asset.RequestBody.Value.Content)), "an asset is any file")
+
+	image := ct.doc.Paths.Value("/v1/ingest/restaurants/{restaurantId}/deliveries/{deliveryId}/images/{imageId}").Put
+	require.NotNil(t, image)
+	require.Equal(t, []string{"image/heic", "image/heif", "image/jpeg", "image/png", "image/webp"},
+		slices.Sorted(maps.Keys(image.RequestBody.Value.Content)))
 }
 
 func pascalName(s string) string {
@@ -115,6 +166,19 @@ func TestContractRejectsOffSpecExchanges(t *testing.T) {
 	bearer := http.Header{"Authorization": {"Bearer fsk_aaaaaaaaaaaaaaaa.x"}}
 	ok := exchange{Method: "GET", URL: "/health/live", Status: 200, RHeader: jsonH, RBody: []byte(`{"status":"ok"}`)}
 	require.NoError(t, ct.check(ok), "a conforming exchange passes")
+	sha := strings.Repeat("ab", 32)
+	assetUpload := exchange{Method: "PUT", URL: "/v1/ingest/restaurants/r1/collections/drive-files/records/f1/asset?objectKey=plan.pdf",
+		Header: withHeaders(bearer, "Content-Type", "application/pdf", "Repr-Digest", "sha-256=:x:"), Body: []byte("%PDF"),
+		Status: 200, RHeader: jsonH, RBody: []byte(`{"data":{"id":"f1","restaurantId":"r1","collection":"drive-files","data":{"s3Key":"k",` +
+			`"name":"plan.pdf","sizeBytes":4,"asset":{"objectKey":"plan.pdf","status":"uploaded","contentType":"application/pdf","byteLength":4,` +
+			`"sha256":"` + sha + `"}},"deleted":false,"capturedAt":"1","receivedAt":"2","sequence":"2","mutationId":"upload~` + sha[:32] + `",` +
+			`"sourceVersion":null,"payloadVersion":1,"stateKind":"received-shadow-snapshot"}}`)}
+	require.NoError(t, ct.check(assetUpload), "a conforming upload passes")
+	imageUpload := exchange{Method: "PUT", URL: "/v1/ingest/restaurants/r1/deliveries/d1/images/i1",
+		Header: withHeaders(bearer, "Content-Type", "image/jpeg", "Repr-Digest", "sha-256=:x:"), Body: []byte{0xff, 0xd8, 0xff},
+		Status: 200, RHeader: jsonH, RBody: []byte(`{"data":{"id":"i1","contentType":"image/jpeg","byteLength":3,"sha256":"` + sha + `",` +
+			`"uploadedAt":"1","url":"https://files.example/i1","urlExpiresAt":"2"}}`)}
+	require.NoError(t, ct.check(imageUpload), "a conforming delivery image passes")
 
 	for name, ex := range map[string]exchange{
 		"undocumented member": {Method: "GET", URL: "/health/live", Status: 200, RHeader: jsonH, RBody: []byte(`{"status":"ok","uptime":3}`)},
@@ -137,6 +201,8 @@ func TestContractRejectsOffSpecExchanges(t *testing.T) {
 			RBody: []byte(`{"id":"a1","restaurantId":"r1","collection":"areas","data":{"name":"x"},"deleted":false,"capturedAt":"1","receivedAt":"2","sequence":"1","mutationId":"m","sourceVersion":null,"payloadVersion":1,"stateKind":"received-shadow-snapshot"}`)},
 		"tombstone with data": {Method: "GET", URL: "/v1/restaurants/r1/collections/areas/records/a1", Header: bearer, Status: 200, RHeader: jsonH,
 			RBody: []byte(`{"id":"a1","restaurantId":"r1","collection":"areas","data":{"name":"x","isDeleted":false},"deleted":true,"capturedAt":"1","receivedAt":"2","sequence":"1","mutationId":"m","sourceVersion":null,"payloadVersion":1,"stateKind":"received-shadow-snapshot"}`)},
+		"upload without objectKey accepted":         withoutQuery(assetUpload),
+		"a delivery image of another type accepted": withHeader(imageUpload, "Content-Type", "application/pdf"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Error(t, ct.check(ex))

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +92,12 @@ func reprDigest(c *gin.Context) ([sha256.Size]byte, error) {
 var photoTypes = map[string]string{
 	"image/jpeg": "image/jpeg", "image/png": "image/png", "image/webp": "image/webp",
 	"image/heic": "image/heif", "image/heif": "image/heif",
+}
+
+// photoMediaTypes are the keys of photoTypes, sorted: the media types the
+// OpenAPI document lists for a delivery image's body.
+func photoMediaTypes() []string {
+	return slices.Sorted(maps.Keys(photoTypes))
 }
 
 // photoType reads a declared Content-Type as a photo family; ok is false

@@ -165,7 +165,7 @@ func (a *API) routes() []route {
 					"that type does; another type, an empty body or bytes of another type are 400. " +
 					"The same bytes again replay; other bytes for an existing image id are 409. " +
 					"The delivery's imageCount is not checked against its images: it is the provider's own figure.",
-				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayable("FileResult"), Errors: deliveryWrites}},
+				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Media: photoMediaTypes()}, OK: replayable("FileResult"), Errors: deliveryWrites}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,
 			Need: scopes(), Op: op(a.collectionsList), Doc: openapi.Op{
@@ -210,7 +210,8 @@ func (a *API) routes() []route {
 					"cleaning-task-pictures, traceability-labels and drive-files (others 400); 409 when the record names no " +
 					"asset or the asset was uploaded with other bytes. A key without the collection's read scope gets the change's " +
 					"identity without data (as for a compacted replay): the record's data is for readers.",
-				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true}, OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
+				Query: []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
+				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
 		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("headFile", "A file's headers, with a signed URL")},

@@ -48,8 +48,10 @@ const (
 type Body struct {
 	// Schema is a component schema name; empty with Binary.
 	Schema string
-	// Binary bodies are raw bytes of any media type (file uploads).
+	// Binary bodies are raw bytes (file uploads): of the media types in
+	// Media, or of any type when Media is empty.
 	Binary   bool
+	Media    []string
 	Optional bool
 	// Example names a component example.
 	Example string
@@ -397,7 +399,10 @@ func parameters() openapi3.ParametersMap {
 		"limit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
 			Description: fmt.Sprintf("Page size, %d to %d; default %d.", wire.MinLimit, wire.MaxLimit, wire.DefaultLimit), Schema: limit.NewRef()}},
 		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters. On a collection walk, also a last page's changesCursor (see the operation).", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
-		"type":   param("query", "type", true, "Media type the file is served as (part of the signed URL).", stringSchema("", "Media type.")),
+		"objectKey": param("query", "objectKey", true, "The data.asset.objectKey of the file these bytes are, URL-encoded: the bytes are "+
+			"attached to that file only, and refused (409) when the record names no file or another one by the time the upload commits.",
+			&openapi3.SchemaRef{Ref: "#/components/schemas/ObjectKey"}),
+		"type": param("query", "type", true, "Media type the file is served as (part of the signed URL).", stringSchema("", "Media type.")),
 		"expires": param("query", "expires", true, "Expiry of the signed URL, epoch milliseconds (part of the signed URL).",
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"signature": param("query", "signature", true, "HMAC of the URL.", stringSchema(`^[0-9a-f]{64}$`, "Signature.")),
@@ -562,7 +567,16 @@ func addOp(doc *openapi3.T, op Op) error {
 		rb := &openapi3.RequestBody{Required: !b.Optional}
 		if b.Binary {
 			rb.Description = "The file's bytes; Content-Type is its media type (1 to 100 characters)."
-			rb.Content = openapi3.Content{"*/*": &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}}
+			media := b.Media
+			if len(media) == 0 {
+				media = []string{"*/*"}
+			} else {
+				rb.Description = "The photograph's bytes; Content-Type is its media type, one of " + strings.Join(media, ", ") + "."
+			}
+			rb.Content = openapi3.Content{}
+			for _, m := range media {
+				rb.Content[m] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}
+			}
 		} else {
 			mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + b.Schema}}
 			if b.Example != "" {

@@ -2,11 +2,15 @@
 // oapi-codegen generates from the served OpenAPI document (make
 // check-clients): it fails to build when what a partner's generated client
 // gives regresses — record data no longer a union of the named shapes,
-// numbers no longer float64, an operation's signature gone.
+// numbers no longer float64, an operation's signature gone, an upload
+// without the objectKey it needs.
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 
 	"foodsafe.example/clientcheck/client"
@@ -50,4 +54,26 @@ func main() {
 		panic(err)
 	}
 	fmt.Println(r.StatusCode())
+
+	// Upload the photo a cleaning-task-pictures record's data.asset names:
+	// objectKey (a required query parameter) says which file the bytes are.
+	photo := []byte{0xff, 0xd8, 0xff, 0xe0}
+	sum := sha256.Sum256(photo)
+	up, err := c.UploadRecordAssetWithBodyWithResponse(ctx, "bistro-42", client.UploadRecordAssetParamsCollection("cleaning-task-pictures"),
+		"pic-1", &client.UploadRecordAssetParams{ObjectKey: "photos/pic-1.jpg",
+			ReprDigest: "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"}, "image/jpeg", bytes.NewReader(photo))
+	if err != nil {
+		panic(err)
+	}
+	if up.JSON200 != nil {
+		e, err := up.JSON200.Data.AsEnvelope()
+		if err != nil || e.Data == nil {
+			panic(err)
+		}
+		picture, err := e.Data.AsCleaningTaskPicturesData()
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(picture.Asset.ObjectKey, picture.Asset.Status)
+	}
 }

@@ -56,4 +56,23 @@ export async function ingestReading(): Promise<number> {
   return response.status;
 }
 
+// Uploading the file a record's data.asset names: the required objectKey
+// query parameter says which file the bytes are.
+export async function uploadPhoto(bytes: Uint8Array, digest: string): Promise<number> {
+  const { response } = await client.PUT(
+    "/v1/ingest/restaurants/{restaurantId}/collections/{collection}/records/{recordId}/asset",
+    {
+      params: {
+        path: { restaurantId: "bistro-42", collection: "cleaning-task-pictures", recordId: "pic-1" },
+        query: { objectKey: "photos/pic-1.jpg" },
+        header: { "Repr-Digest": digest },
+      },
+      body: bytes,
+      bodySerializer: (b: unknown) => b as Uint8Array,
+      headers: { "Content-Type": "image/jpeg" },
+    },
+  );
+  return response.status;
+}
+
 export { asData };
