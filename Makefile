@@ -199,13 +199,18 @@ lint:
 		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
 ## lint-openapi: lint the generated OpenAPI document with spectral and
-## Redocly CLI (both pinned in .ci/package-lock.json); any warning fails.
+## Redocly CLI (both pinned in .ci/package-lock.json; any warning fails),
+## validate it with openapi-spec-validator (Python; a second validator,
+## which .ci/run installs when missing) and compile every pattern of it
+## with Python's re, a second regular-expression engine (.ci/patterns.py).
 lint-openapi:
 	npm ci --prefix .ci --no-audit --no-fund --silent
 	tmp=$$(mktemp -d) && $(GO) run ./cmd/foodsafe openapi > $$tmp/openapi.json && \
 		.ci/node_modules/.bin/spectral lint $$tmp/openapi.json --ruleset .ci/spectral.yaml --fail-severity warn && \
 		REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
-		.ci/node_modules/.bin/redocly lint $$tmp/openapi.json --config .ci/redocly.yaml --max-problems 50; \
+		.ci/node_modules/.bin/redocly lint $$tmp/openapi.json --config .ci/redocly.yaml --max-problems 50 && \
+		python3 -m openapi_spec_validator $$tmp/openapi.json && \
+		python3 .ci/patterns.py $$tmp/openapi.json; \
 		status=$$?; rm -rf $$tmp; exit $$status
 
 ## check-clients: generate the clients partners generate from the served

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -251,26 +252,32 @@ func (s *Set) Validate(name string, doc any, prefix string) []apperr.FieldError 
 	if !ok {
 		panic("schema: unknown schema " + name)
 	}
-	err := sch.Validate(doc)
-	if err == nil {
-		if rule := rules[name]; rule != nil {
-			return rule(doc, prefix)
+	var out []apperr.FieldError
+	if err := sch.Validate(doc); err != nil {
+		ve, ok := err.(*jsonschema.ValidationError)
+		if !ok {
+			return []apperr.FieldError{{Pointer: prefix, Detail: err.Error()}}
 		}
+		collect(ve, prefix, &out)
+	}
+	if rule := rules[name]; rule != nil {
+		out = append(out, rule(doc, prefix)...)
+	}
+	if len(out) == 0 {
 		return nil
 	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return []apperr.FieldError{{Pointer: prefix, Detail: err.Error()}}
-	}
-	var out []apperr.FieldError
-	collect(ve, prefix, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return dedupe(out)
 }
 
-// rules beyond what a JSON Schema pattern can say (RE2 has no
-// look-ahead), by schema name; each runs on a document the schema accepted.
+// rules beyond what a JSON Schema pattern can say, or can say in a form
+// every engine compiles (RE2 has no look-ahead; Python's re and most
+// validators have no \p{...} classes), by schema name. Each reads the
+// document as it may be, valid or not, and runs beside the schema, so a
+// body hears of every violation at once.
 var rules = map[string]func(doc any, prefix string) []apperr.FieldError{
+	"temperature-records.data":         upperCaseShift,
+	"cooking-temperature-records.data": upperCaseShift,
 	"drive-files.data": func(doc any, prefix string) []apperr.FieldError {
 		m, _ := doc.(map[string]any)
 		if k, ok := m["s3Key"].(string); ok && hostLike(k) {
@@ -280,6 +287,25 @@ var rules = map[string]func(doc any, prefix string) []apperr.FieldError{
 		return nil
 	},
 }
+
+// upperCaseShift refuses a shift holding a lower-case letter of any
+// script (Unicode category Ll). The schema's pattern, ^[^a-z]*$, says it
+// for a to z only: \P{Ll}, which said all of it, is refused by Python's
+// re and by the OpenAPI validators built on it.
+func upperCaseShift(doc any, prefix string) []apperr.FieldError {
+	m, _ := doc.(map[string]any)
+	s, ok := m["shift"].(string)
+	if !ok || !strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Ll, r) }) {
+		return nil
+	}
+	return []apperr.FieldError{{Pointer: prefix + "/shift", Detail: shiftDetail}}
+}
+
+// shiftDetail is what the schema's pattern and upperCaseShift both say.
+const (
+	shiftDetail      = "must be in upper case: no lower-case letter"
+	upperCasePattern = "^[^a-z]*$"
+)
 
 var (
 	ipv4Like = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3}){3}$`)
@@ -323,6 +349,14 @@ func collect(e *jsonschema.ValidationError, prefix string, out *[]apperr.FieldEr
 		for _, m := range k.Properties {
 			*out = append(*out, apperr.FieldError{Pointer: at + "/" + escape(m), Detail: "unknown member; no additional properties are allowed"})
 		}
+	case *kind.Pattern:
+		detail := e.ErrorKind.LocalizedString(printer)
+		if k.Want == upperCasePattern {
+			// upperCaseShift says the same, and more (any script):
+			// one violation, one detail.
+			detail = shiftDetail
+		}
+		*out = append(*out, apperr.FieldError{Pointer: at, Detail: detail})
 	case *kind.Not:
 		// The library says only "'not' failed". The one "not" of the
 		// request schemas is sourceVersion's: a string or null that is
