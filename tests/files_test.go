@@ -460,6 +460,11 @@ func testSignedURLs(t *testing.T, b backend) {
 		require.NotEqual(t, http.StatusOK, r.Status, "changed at %d: %s", i, b)
 		require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusBadRequest}, r.Status, "changed at %d: %s", i, b)
 		require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
+		if r.Status == http.StatusForbidden {
+			p := requireProblem(t, r, http.StatusForbidden, "download-url-expired")
+			require.Contains(t, p.Detail, "was altered", "changed at %d: %s", i, b)
+			require.Contains(t, p.Detail, "list the files again")
+		}
 	}
 	if a.onS3() {
 		require.Equal(t, http.StatusForbidden, fetchURL(t, http.MethodGet, origin+parsed.Path).Status, "no signature")
@@ -470,13 +475,18 @@ func testSignedURLs(t *testing.T, b backend) {
 		require.Equal(t, http.StatusOK, late.Status, "%s", late.Body)
 		return
 	}
-	requireProblem(t, a.get(parsed.Path), http.StatusForbidden, "forbidden")
+	requireProblem(t, a.get(parsed.Path), http.StatusForbidden, "download-url-expired")
 
-	// Expired after 15 minutes.
+	// Expired after 15 minutes: a problem type of its own (spec 7's
+	// forbidden is a missing scope, never retried), whose detail says to
+	// list the files again for a fresh URL (spec 4.3).
 	setNow(now.Add(15*time.Minute - time.Second))
 	require.Equal(t, http.StatusOK, a.fetch(u).Status)
-	setNow(now.Add(time.Second))
-	requireProblem(t, a.fetch(u), http.StatusForbidden, "forbidden")
+	setNow(now.Add(time.Second)) // 15 minutes after signing
+	expired := requireProblem(t, a.fetch(u), http.StatusForbidden, "download-url-expired")
+	require.Contains(t, expired.Detail, "has expired")
+	require.Contains(t, expired.Detail, "list the files again")
+	require.Equal(t, "Download URL expired or altered", expired.Title)
 }
 
 // Downloads are limited per client IP, not per key.

@@ -20,6 +20,7 @@ const (
 	Invalid               Code = "invalid-request"
 	Unauthorized          Code = "unauthorized"
 	Forbidden             Code = "forbidden"
+	DownloadURLExpired    Code = "download-url-expired"
 	NotFound              Code = "not-found"
 	MethodNotAllowed      Code = "method-not-allowed"
 	Conflict              Code = "conflict"
@@ -50,7 +51,8 @@ type Kind struct {
 var Kinds = []Kind{
 	{Invalid, 400, "Invalid request", "A parameter, header or body is missing or malformed; `errors` lists every violation.", "No: fix the request."},
 	{Unauthorized, 401, "Unauthorized", "No Authorization header, or a malformed, unknown, revoked or expired key, or a key without grants.", "No."},
-	{Forbidden, 403, "Forbidden", "The key holds a grant for the restaurant but not the scope this needs (or, for downloads, the URL is invalid or expired).", "No."},
+	{Forbidden, 403, "Forbidden", "The key holds a grant for the restaurant but not the scope this needs.", "No."},
+	{DownloadURLExpired, 403, "Download URL expired or altered", "A signed download URL (GET /v1/files/...) used after its urlExpiresAt (it works 15 minutes), or altered: a character changed or a part missing, so its signature does not match.", "Not this URL: list the files again (GET .../records/{recordId}/assets or .../deliveries/{deliveryId}/images) for a fresh url, then download with it."},
 	{NotFound, 404, "Not found", "No grant for the restaurant, or no such resource; indistinguishable.", "No."},
 	{MethodNotAllowed, 405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has.", "No: use a method from Allow."},
 	{Conflict, 409, "Conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes, an upload for a file the record no longer names).", "No."},

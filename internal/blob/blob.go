@@ -254,18 +254,25 @@ func (s *Signer) Sign(path, contentType, expires string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// Errors of Verify: a URL this service signed whose time is up, and one
+// it did not sign as it stands (altered, or a part missing).
+var (
+	ErrURLExpired   = errors.New("the signed URL has expired")
+	ErrURLSignature = errors.New("the URL's signature does not match it")
+)
+
 // Verify checks a signature in constant time and the expiry against now.
 func (s *Signer) Verify(path, contentType, expires, signature string, now time.Time) error {
 	want := s.Sign(path, contentType, expires)
 	if !hmac.Equal([]byte(want), []byte(signature)) {
-		return errors.New("signature does not match")
+		return ErrURLSignature
 	}
 	ms, err := strconv.ParseInt(expires, 10, 64)
 	if err != nil {
-		return errors.New("malformed expiry")
+		return ErrURLSignature // never signed so
 	}
 	if now.UnixMilli() >= ms {
-		return errors.New("expired")
+		return ErrURLExpired
 	}
 	return nil
 }

@@ -394,12 +394,15 @@ func (a *API) fileGet(c *gin.Context) error {
 	for i, name := range []string{"type", "expires", "signature"} {
 		v, ok, err := queryOnce(c, name)
 		if err != nil || !ok {
-			return errInvalidURL
+			return errAlteredURL
 		}
 		vals[i] = v
 	}
-	if err := a.files.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); err != nil {
-		return errInvalidURL
+	switch err := a.files.Signer.Verify(blob.FilesPath(restaurant, sha), vals[0], vals[1], vals[2], a.now()); {
+	case errors.Is(err, blob.ErrURLExpired):
+		return errExpiredURL
+	case err != nil:
+		return errAlteredURL
 	}
 	f, err := a.files.Open(sha)
 	if errors.Is(err, os.ErrNotExist) {
@@ -509,4 +512,14 @@ var errRangeNotSatisfiable = apperr.New(apperr.RangeNotSatisfiable, "The request
 
 var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "The file store is briefly unavailable; nothing was stored. Retry with backoff.")
 
-var errInvalidURL = apperr.New(apperr.Forbidden, "The download URL is invalid or has expired; ask the API for a fresh one.")
+// The two answers of a download URL that cannot be used (spec 4.3: call
+// again for a fresh URL), each with what to do, under one problem type.
+var (
+	errExpiredURL = apperr.New(apperr.DownloadURLExpired, "The download URL has expired (a URL works "+urlLifetimeText+
+		" from its listing). "+freshURL)
+	errAlteredURL = apperr.New(apperr.DownloadURLExpired, "The download URL was altered: a character was changed or a part "+
+		"is missing, so its signature does not match. Use it exactly as listed. "+freshURL)
+)
+
+const freshURL = "For a fresh one, list the files again (GET .../records/{recordId}/assets or " +
+	".../deliveries/{deliveryId}/images) and download with the new url before its urlExpiresAt."

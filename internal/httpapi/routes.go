@@ -249,7 +249,8 @@ func (a *API) routes() []route {
 
 func fileDoc(id, summary string) openapi.Op {
 	return openapi.Op{ID: id, Tag: "Files", Summary: summary,
-		Description: "The URL's signature is its authorisation; changing any character or using it after `expires` is 403. " +
+		Description: "The URL's signature is its authorisation; changing any character or using it after `expires` is a 403 " +
+			"`download-url-expired` problem: list the files again for a fresh URL. " +
 			"Supports Range (206) and conditional requests (304, 412). Limited per client IP. " +
 			"Deployments that keep files in object storage hand out the store's presigned URLs instead; there this route answers 404.",
 		Query: []string{"type", "expires", "signature"},

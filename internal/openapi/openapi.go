@@ -477,18 +477,26 @@ func problemTypes(doc *openapi3.T) {
 }
 
 // problemResponses documents every problem kind of apperr.Kinds, the one
-// table the service answers from.
+// table the service answers from: one response per status, naming each
+// kind of that status (403: forbidden, download-url-expired) with an
+// example of each.
 func problemResponses() openapi3.ResponseBodies {
 	out := openapi3.ResponseBodies{}
 	for _, k := range apperr.Kinds {
 		desc := fmt.Sprintf("Problem `%s`: %s Retry: %s", k.Code, k.When, k.Retry)
+		example := &openapi3.ExampleRef{Value: &openapi3.Example{Value: map[string]any{
+			"type": "https://api.foodsafe.example/problems/" + string(k.Code), "title": k.Title,
+			"status": k.Status, "detail": k.When, "instance": "/v1/restaurants/bistro-42/deliveries",
+			"requestId": "5JXHPLQUWBQ7F2ZK3VZQ4T2M6A"}}}
+		if prev := out[strconv.Itoa(k.Status)]; prev != nil {
+			*prev.Value.Description += " Or problem `" + string(k.Code) + "`: " + k.When + " Retry: " + k.Retry
+			prev.Value.Content["application/problem+json"].Examples[string(k.Code)] = example
+			continue
+		}
 		r := &openapi3.Response{Description: &desc, Headers: openapi3.Headers{"X-Request-ID": {Ref: "#/components/headers/X-Request-ID"}}}
 		r.Content = openapi3.Content{"application/problem+json": &openapi3.MediaType{
-			Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/Problem"},
-			Examples: openapi3.Examples{string(k.Code): {Value: &openapi3.Example{Value: map[string]any{
-				"type": "https://api.foodsafe.example/problems/" + string(k.Code), "title": k.Title,
-				"status": k.Status, "detail": k.When, "instance": "/v1/restaurants/bistro-42/deliveries",
-				"requestId": "5JXHPLQUWBQ7F2ZK3VZQ4T2M6A"}}}},
+			Schema:   &openapi3.SchemaRef{Ref: "#/components/schemas/Problem"},
+			Examples: openapi3.Examples{string(k.Code): example},
 		}}
 		switch k.Status {
 		case 401:
