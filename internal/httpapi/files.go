@@ -515,10 +515,10 @@ var errStorageUnavailable = apperr.New(apperr.DependencyUnavailable, "The file s
 // The two answers of a download URL that cannot be used (spec 4.3: call
 // again for a fresh URL), each with what to do, under one problem type.
 var (
-	errExpiredURL = apperr.New(apperr.DownloadURLExpired, "The download URL has expired (a URL works "+urlLifetimeText+
-		" from its listing). "+freshURL)
+	errExpiredURL = apperr.New(apperr.DownloadURLExpired, "The download URL has expired (a URL works %s from its listing). %s",
+		urlLifetimeText, freshURL)
 	errAlteredURL = apperr.New(apperr.DownloadURLExpired, "The download URL was altered: a character was changed or a part "+
-		"is missing, so its signature does not match. Use it exactly as listed. "+freshURL)
+		"is missing, so its signature does not match. Use it exactly as listed. %s", freshURL)
 )
 
 const freshURL = "For a fresh one, list the files again (GET .../records/{recordId}/assets or " +
