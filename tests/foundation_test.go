@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,6 +93,34 @@ func TestUnknownRouteIsProblem(t *testing.T) {
 		p := requireProblem(t, r, http.StatusNotFound, "not-found")
 		require.Equal(t, path, p.Instance)
 		require.Equal(t, "/problems/not-found", p.Type, "a relative type when FOODSAFE_BASE_URL is unset")
+	}
+}
+
+// A problem's instance is the request path as the client sent it, a URI
+// reference (spec 7): percent-encoded octets stay encoded (a%20b is not
+// a b, and demo%2Fbistro is one segment, not two), bytes a URI cannot
+// hold are encoded, and a key pasted into the path loses its secret even
+// when part of it was percent-encoded.
+func TestProblemInstanceIsPathAsSent(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for sent, want := range map[string]string{
+		"/v1/restaurants/a%20b/deliveries":                    "/v1/restaurants/a%20b/deliveries",
+		"/v1/restaurants/demo%2Fbistro/deliveries?from=1":     "/v1/restaurants/demo%2Fbistro/deliveries",
+		"/v1/restaurants/caf%C3%A9/collections":               "/v1/restaurants/caf%C3%A9/collections",
+		"/n%6Fpe":                                             "/n%6Fpe",
+		"/v1/restaurants/a\"b{c}/deliveries":                  "/v1/restaurants/a%22b%7Bc%7D/deliveries",
+		"/v1/restaurants/fsk_abcdefghijklmnop%2Etopsecret/xy": "/v1/restaurants/fsk_abcdefghijklmnop.%5Bredacted%5D/xy",
+	} {
+		res := rawExchange(t, strings.TrimPrefix(a.srv.URL, "http://"), "GET "+sent+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		var p problemDoc
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+		res.Body.Close()
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusNotFound}, res.StatusCode, sent)
+		require.Equal(t, want, p.Instance, "instance of %s", sent)
+		require.NotContains(t, p.Instance, "topsecret")
+		_, err := url.Parse(p.Instance)
+		require.NoError(t, err, "a URI reference")
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -49,10 +51,64 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 		Title:         kind.Title,
 		Status:        kind.Status,
 		Detail:        detail,
-		Instance:      redact.Secrets(c.Request.URL.Path),
+		Instance:      instancePath(c.Request),
 		RequestID:     requestID(c),
 		Errors:        errs,
 	}
+}
+
+// instancePath is a problem's instance (spec 7: the request path): the
+// path of the request line as the client sent it, without the query, so
+// that it is a URI reference naming what was asked (a%20b stays a%20b,
+// demo%2Fbistro stays one segment; the decoded path would say a b, and
+// demo/bistro, another path). Bytes a URI may not hold (a quote, a brace,
+// non-ASCII, which net/http lets through) are percent-encoded. A
+// credential pasted in the path loses its secret, also when the client
+// percent-encoded part of it: then the decoded path is redacted and
+// escaped again.
+func instancePath(r *http.Request) string {
+	raw := r.RequestURI
+	if strings.HasPrefix(raw, "/") {
+		raw, _, _ = strings.Cut(raw, "?")
+	} else {
+		// The absolute form (GET http://host/path), or a request that
+		// came through no request line.
+		raw = r.URL.EscapedPath()
+	}
+	if redact.Contains(r.URL.Path) && !redact.Contains(raw) {
+		return (&url.URL{Path: redact.Secrets(r.URL.Path)}).EscapedPath()
+	}
+	return redact.Secrets(escapeURIPath(raw))
+}
+
+// escapeURIPath percent-encodes the bytes of p that RFC 3986 allows in no
+// path: everything but unreserved characters, sub-delimiters, ':', '@',
+// '/' and the '%' of an existing escape.
+func escapeURIPath(p string) string {
+	clean := true
+	for i := 0; i < len(p) && clean; i++ {
+		clean = uriPathByte(p[i])
+	}
+	if clean {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; uriPathByte(c) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func uriPathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@/%", c) >= 0
 }
 
 // classify finds err's row of the problem table and the detail and
