@@ -881,3 +881,74 @@ func TestWriteGrantDoesNotRead(t *testing.T) {
 	p := requireProblem(t, a.ingest(writer, "r1", col, "leak-1", "m-owner", other), http.StatusConflict, "conflict")
 	require.NotContains(t, p.Detail, "leak-1.jpg")
 }
+
+// No caller chooses the host of a signed URL: without FOODSAFE_BASE_URL,
+// the asset list, the delivery images list, an image upload's answer and
+// MCP's list_assets all hand out URLs on this server's own address, as the
+// connection reached it, whatever Host the request names (a caller could
+// otherwise send another client's download, signature included, to a host
+// of its choosing); with FOODSAFE_BASE_URL, that address.
+func TestSignedURLHostNeverFromRequest(t *testing.T) {
+	t.Parallel()
+	for name, base := range map[string]string{"unset": "", "configured": "https://api.example.test"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a := newApp(t, withConfig(func(c *config.Config) { c.BaseURL = base }))
+			want := base
+			if want == "" {
+				want = a.srv.URL // http://127.0.0.1:port: the address the connection reached
+			}
+			a.addRestaurants("r1")
+			key := a.newKey(grant("r1", "drive-files:write", "drive-files:read", "deliveries:write", "deliveries:read",
+				"delivery-images:write", "delivery-images:read"))
+			a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n", "sizeBytes": 1,
+				"asset": map[string]any{"objectKey": "n", "status": "pending"}})
+			b := []byte("x")
+			require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "n"), "text/plain", digestHeader(b), b).Status)
+			require.Equal(t, http.StatusOK, a.putJSON(key, "/v1/ingest/restaurants/r1/deliveries/d1", deliveryJSON("d1", 1000)).Status)
+			jpeg := append([]byte{0xff, 0xd8, 0xff, 0xe0}, bytes.Repeat([]byte("j"), 100)...)
+
+			for _, host := range []string{"evil.example", "evil.example:8443", "127.0.0.1:1"} {
+				send := func(method, path string, body []byte, header ...string) []byte {
+					t.Helper()
+					hr, err := http.NewRequest(method, a.srv.URL+path, bytes.NewReader(body))
+					require.NoError(t, err)
+					hr.Host = host
+					hr.Header.Set("Authorization", "Bearer "+key)
+					for i := 0; i+1 < len(header); i += 2 {
+						hr.Header.Set(header[i], header[i+1])
+					}
+					res, err := a.srv.Client().Do(hr)
+					require.NoError(t, err)
+					defer res.Body.Close()
+					out, err := io.ReadAll(res.Body)
+					require.NoError(t, err)
+					require.Equal(t, http.StatusOK, res.StatusCode, "%s %s: %s", method, path, out)
+					return out
+				}
+				for _, path := range []string{assetsPath("r1", "drive-files", "f1"), "/v1/restaurants/r1/deliveries/d1/images"} {
+					var list struct{ Data []fileItem }
+					require.NoError(t, json.Unmarshal(send(http.MethodGet, path, nil), &list))
+					for _, it := range list.Data {
+						require.True(t, strings.HasPrefix(it.URL, want+"/v1/files/"), "Host %s: %s", host, it.URL)
+					}
+				}
+				var up struct{ Data fileItem }
+				require.NoError(t, json.Unmarshal(send(http.MethodPut, "/v1/ingest/restaurants/r1/deliveries/d1/images/img-"+
+					strings.NewReplacer(".", "-", ":", "-").Replace(host), jpeg, "Content-Type", "image/jpeg", "Repr-Digest", digestHeader(jpeg)), &up))
+				require.True(t, strings.HasPrefix(up.Data.URL, want+"/v1/files/"), "Host %s: %s", host, up.Data.URL)
+
+				mcp := send(http.MethodPost, "/mcp", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_assets",`+
+					`"arguments":{"restaurantId":"r1","collection":"drive-files","recordId":"f1"}}}`),
+					"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+				require.Contains(t, string(mcp), `"url":"`+want+`/v1/files/`, "list_assets, Host %s", host)
+				require.NotContains(t, string(mcp), "evil")
+			}
+			// And the URLs work: the one a spoofed Host got downloads the file.
+			u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+			if base == "" {
+				require.Equal(t, http.StatusOK, a.fetch(u).Status)
+			}
+		})
+	}
+}

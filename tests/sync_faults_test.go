@@ -142,10 +142,18 @@ func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 // sees every request first and answers it itself when it returns true.
 func faultProxy(t testing.TB, upstream string, inject func(w http.ResponseWriter, r *http.Request) bool) string {
 	t.Helper()
+	return faultProxyAt(t, "127.0.0.1:0", upstream, inject)
+}
+
+// faultProxyAt is faultProxy listening on addr: the address a server was
+// given as its FOODSAFE_BASE_URL, so that the signed URLs it hands out
+// lead through the proxy, as they lead through a deployment's.
+func faultProxyAt(t testing.TB, addr, upstream string, inject func(w http.ResponseWriter, r *http.Request) bool) string {
+	t.Helper()
 	u, err := url.Parse(upstream)
 	require.NoError(t, err)
 	rp := httputil.NewSingleHostReverseProxy(u)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !inject(w, r) {
@@ -171,11 +179,19 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, suffix str
 // expired (403) makes the sync ask for a fresh list and try again.
 func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	t.Parallel()
-	s := newDemoServer(t)
+	// The server hands out signed URLs on its base URL (never on a Host a
+	// request names): the proxy's, so downloads go through it. inject is
+	// what the proxy does to them, swapped between the two parts below.
+	proxyAddr := freeLoopbackAddr(t)
+	s := newDemoServer(t, "FOODSAFE_BASE_URL=http://"+proxyAddr)
+	var inject atomic.Value
+	api := faultProxyAt(t, proxyAddr, s.p.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		return inject.Load().(func(w http.ResponseWriter, r *http.Request) bool)(w, r)
+	})
 	var mu sync.Mutex
 	refused := map[string]bool{}
 	var downloads, withKey atomic.Int64
-	api := faultProxy(t, s.p.URL, func(w http.ResponseWriter, r *http.Request) bool {
+	inject.Store(func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasPrefix(r.URL.Path, "/v1/files/") {
 			return false
 		}
@@ -189,7 +205,7 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 			return false
 		}
 		refused[r.URL.Path] = true // the first try of each file: "expired"
-		writeProblem(w, r, http.StatusForbidden, "forbidden")
+		writeProblem(w, r, http.StatusForbidden, "download-url-expired")
 		return true
 	})
 	target, files := sqliteTarget(t), t.TempDir()
@@ -206,7 +222,7 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	// always): it is not stored, the others are, the run says so (exit 1)
 	// and the next run against an honest server completes the set.
 	var corrupted atomic.Value
-	api = faultProxy(t, s.p.URL, func(w http.ResponseWriter, r *http.Request) bool {
+	inject.Store(func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasPrefix(r.URL.Path, "/v1/files/") {
 			return false
 		}
@@ -223,6 +239,7 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	require.Contains(t, bad.Stderr, "a file could not be mirrored")
 	require.Equal(t, sum.Files-1, bad.summary(t).Files, "every other file was stored")
 	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	inject.Store(func(http.ResponseWriter, *http.Request) bool { return false }) // an honest server behind it
 	good := runSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--files", "--files-dir", files, "--json")
 	require.Equal(t, 0, good.Code, "stderr:\n%s", good.Stderr)
 	require.Equal(t, int64(1), good.summary(t).Files)

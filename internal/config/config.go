@@ -24,9 +24,9 @@ type Config struct {
 	// Addr is the listen address of `foodsafe serve`.
 	Addr string `env:"FOODSAFE_ADDR" envDefault:":8080" desc:"Listen address of the API (foodsafe serve)."`
 	// BaseURL prefixes problem `type` URIs (relative "/problems/..." when
-	// empty, never derived from a request) and signed URLs (derived from
-	// the request's scheme and Host when empty).
-	BaseURL string `env:"FOODSAFE_BASE_URL" desc:"Public base URL, e.g. https://api.foodsafe.example: prefix of problem type URIs (unset: the relative /problems/<suffix>, never taken from the request), of signed download URLs (unset: from each request's http(s)://Host) and the OpenAPI document's server."`
+	// empty) and signed URLs (this server's address as the connection
+	// reached it when empty); neither is ever derived from a request.
+	BaseURL string `env:"FOODSAFE_BASE_URL" desc:"Public base URL, e.g. https://api.foodsafe.example: prefix of problem type URIs (unset: the relative /problems/<suffix>, never taken from the request), of signed download URLs of the filesystem store (unset: http:// and the address each connection reached on this server, never the request's Host) and the OpenAPI document's server. make run sets it to the address it serves on."`
 	// MetricsAddr is the listen address of the operator listener: /metrics
 	// and /debug/pprof/, never on the API port. Unset means
 	// DefaultMetricsAddr; set to the empty string, it turns metrics off

@@ -196,18 +196,21 @@ func problemType(configured string, code apperr.Code) string {
 	return configured + "/problems/" + string(code)
 }
 
-// baseURL is FOODSAFE_BASE_URL, or the scheme and Host of the request. It
-// prefixes signed download URLs, which go back to the caller who asked;
-// problem types never use it (problemType).
+// baseURL prefixes the signed download URLs of the filesystem store:
+// FOODSAFE_BASE_URL, or this server's own address, as the connection
+// reached it. Never the request's Host, for the reason problemType gives:
+// a caller must not choose the host of a URL another client may be handed
+// (a shared cache, a link copied into a report), which would send that
+// client's download, and the URL's signature, wherever the caller chose.
 func (a *API) baseURL(c *gin.Context) string {
 	local, _ := c.Request.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, c.Request.Host, local)
+	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, local)
 }
 
-// baseURL is the configured base URL, else the scheme and Host the client
-// used, else (an HTTP/1.0 request without Host, or one that could not be
-// parsed) the address the client reached.
-func baseURL(configured string, tls bool, host string, local net.Addr) string {
+// baseURL is the configured base URL, else http(s):// and the address the
+// connection reached on this server (an address of the server's, whatever
+// the request says), else localhost.
+func baseURL(configured string, tls bool, local net.Addr) string {
 	if configured != "" {
 		return configured
 	}
@@ -215,11 +218,9 @@ func baseURL(configured string, tls bool, host string, local net.Addr) string {
 	if tls {
 		scheme = "https"
 	}
-	if host == "" && local != nil {
+	host := "localhost"
+	if local != nil {
 		host = local.String()
-	}
-	if host == "" {
-		host = "localhost"
 	}
 	return scheme + "://" + host
 }
