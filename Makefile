@@ -50,8 +50,16 @@ DATA         ?= .data
 DEMO_KEY     := $(DATA)/demo-key
 DEV_KEYS     := $(DATA)/cursor-key $(DATA)/url-key
 
+## RUN_PORT is the port make run serves on, on loopback: a development
+## server is not exposed unless FOODSAFE_ADDR says so (FOODSAFE_ADDR=:8080
+## serves on every interface).
+RUN_PORT     ?= 8080
+
 ## run: create the database if missing, migrate, load the demo restaurant on
-## first start (its key is kept in $(DATA)/demo-key), serve on FOODSAFE_ADDR.
+## first start (its key is kept in $(DATA)/demo-key, readable by the owner
+## only), serve on FOODSAFE_ADDR, else 127.0.0.1:$(RUN_PORT), with
+## FOODSAFE_BASE_URL, unless set, the address it serves on (left unset for
+## a wildcard address or port 0: each connection's own address then).
 ## FOODSAFE_CURSOR_KEY and FOODSAFE_URL_KEY come from the environment, else
 ## from $(DATA)/cursor-key and $(DATA)/url-key (made once), so changes
 ## cursors and signed URLs survive a restart.
@@ -62,10 +70,15 @@ run: build $(DEV_KEYS)
 	@# (once per database) and keep its new key.
 	@pub=$$(sed -nE 's/^fsk_([a-z0-9]+)\..*/\1/p' $(DEMO_KEY) 2>/dev/null); \
 	if [ -z "$$pub" ] || ! $(DEV_ENV) $(BIN) keys list --json | tr -d ' \n' | grep -q "\"publicId\":\"$$pub\",[^}]*\"state\":\"active\""; then \
-		mkdir -p $(DATA) && $(DEV_ENV) $(BIN) demo > $(DEMO_KEY).tmp && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
+		mkdir -p $(DATA) && (umask 077 && $(DEV_ENV) $(BIN) demo > $(DEMO_KEY).tmp) && mv $(DEMO_KEY).tmp $(DEMO_KEY); \
 	fi
+	@chmod 600 $(DEMO_KEY) # a key kept before it was made private
 	@echo "demo key (kept in $(DEMO_KEY)): $$(cat $(DEMO_KEY))"
-	$(DEV_ENV) exec $(BIN) serve
+	@addr="$${FOODSAFE_ADDR:-127.0.0.1:$(RUN_PORT)}"; host="$${addr%:*}"; port="$${addr##*:}"; \
+	if [ -z "$${FOODSAFE_BASE_URL:-}" ] && [ "$$port" != 0 ]; then \
+		case "$$host" in ""|0.0.0.0|"[::]") ;; *) export FOODSAFE_BASE_URL="http://$$host:$$port" ;; esac; \
+	fi; \
+	FOODSAFE_ADDR="$$addr" $(DEV_ENV) exec $(BIN) serve
 
 # Every command of make run gets the same signing keys, so none of them
 # warns that they are unset.

@@ -18,15 +18,16 @@ import (
 )
 
 // makeRun starts `make run` in the repository with its state in data, on
-// database dbURL, and returns the server it runs. The signing keys are
-// left unset, as on a developer's machine.
-func makeRun(t *testing.T, data, dbURL string) *serveProc {
+// database dbURL, on port (0: one the kernel picks), and returns the
+// server it runs. The signing keys, FOODSAFE_ADDR and FOODSAFE_BASE_URL
+// are left unset, as on a developer's machine.
+func makeRun(t *testing.T, data, dbURL, port string) *serveProc {
 	t.Helper()
-	cmd := exec.Command("make", "--no-print-directory", "run", "DATA="+data, "BIN="+filepath.Join(data, "foodsafe"))
+	cmd := exec.Command("make", "--no-print-directory", "run", "DATA="+data, "BIN="+filepath.Join(data, "foodsafe"), "RUN_PORT="+port)
 	cmd.Dir = ".."
-	cmd.Env = append(envWithout("FOODSAFE_CURSOR_KEY", "FOODSAFE_URL_KEY", "FOODSAFE_BLOB_URL", "MAKEFLAGS", "MFLAGS"),
-		"DATABASE_URL="+dbURL, "FOODSAFE_BLOB_DIR="+filepath.Join(data, "blobs"),
-		"FOODSAFE_ADDR=127.0.0.1:0", "FOODSAFE_METRICS_ADDR=", "FOODSAFE_LOG_LEVEL=info")
+	cmd.Env = append(envWithout("FOODSAFE_CURSOR_KEY", "FOODSAFE_URL_KEY", "FOODSAFE_BLOB_URL", "FOODSAFE_ADDR", "FOODSAFE_BASE_URL",
+		"MAKEFLAGS", "MFLAGS"),
+		"DATABASE_URL="+dbURL, "FOODSAFE_BLOB_DIR="+filepath.Join(data, "blobs"), "FOODSAFE_METRICS_ADDR=", "FOODSAFE_LOG_LEVEL=info")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return startServeCmd(t, cmd)
 }
@@ -50,15 +51,21 @@ func getDoc(t *testing.T, rawURL, key string) (int, []byte) {
 
 // Stop `make run` and start it again: a changes cursor and a signed
 // download URL handed out before the restart still work after it, since
-// make run keeps the development signing keys in its data directory.
+// make run keeps the development signing keys in its data directory. It
+// serves on loopback unless told otherwise, keeps the demo key readable by
+// its owner only (making a key kept before private too), and hands out
+// signed URLs on the address it serves on.
 func TestMakeRunSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("skipped: no make on PATH (install make to run it)")
 	}
 	data, dbURL := t.TempDir(), testdb.URL(t)
-	p := makeRun(t, data, dbURL)
-	b, err := os.ReadFile(filepath.Join(data, "demo-key"))
+	p := makeRun(t, data, dbURL, "0")
+	require.True(t, strings.HasPrefix(p.URL, "http://127.0.0.1:"), "on loopback by default: %s", p.URL)
+	demoKey := filepath.Join(data, "demo-key")
+	requireMode(t, demoKey, 0o600)
+	b, err := os.ReadFile(demoKey)
 	require.NoError(t, err)
 	key := strings.TrimSpace(string(b))
 	const col = "cleaning-task-pictures"
@@ -83,14 +90,14 @@ func TestMakeRunSurvivesRestart(t *testing.T) {
 			changes = *page.ChangesCursor
 		}
 	}
-	var signed string
+	var signed, signedID string
 	for _, id := range ids {
 		code, body := getDoc(t, p.URL+assetsPath("demo-bistro", col, id), key)
 		require.Equal(t, http.StatusOK, code, "%s", body)
 		var files struct{ Data []fileItem }
 		require.NoError(t, json.Unmarshal(body, &files))
 		if len(files.Data) > 0 {
-			signed = files.Data[0].URL
+			signed, signedID = files.Data[0].URL, id
 			break
 		}
 	}
@@ -99,7 +106,19 @@ func TestMakeRunSurvivesRestart(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "%s", want)
 
 	p.stop(t)
-	p = makeRun(t, data, dbURL)
+	// A key kept by an earlier make run, world-readable.
+	require.NoError(t, os.Chmod(demoKey, 0o644))
+	port := freeLoopbackAddr(t)[len("127.0.0.1:"):]
+	p = makeRun(t, data, dbURL, port)
+	require.Equal(t, "http://127.0.0.1:"+port, p.URL)
+	requireMode(t, demoKey, 0o600)
+	for _, f := range []string{"cursor-key", "url-key"} {
+		requireMode(t, filepath.Join(data, f), 0o600)
+	}
+	// Signed URLs are on the address make run serves on (FOODSAFE_BASE_URL).
+	code, listed := getDoc(t, p.URL+assetsPath("demo-bistro", col, signedID), key)
+	require.Equal(t, http.StatusOK, code, "%s", listed)
+	require.Contains(t, string(listed), `"url":"http://127.0.0.1:`+port+`/v1/files/`)
 
 	code, body := getDoc(t, p.URL+records+"?cursor="+url.QueryEscape(changes), key)
 	require.Equal(t, http.StatusOK, code, "the changes cursor from before the restart: %s", body)
@@ -111,4 +130,12 @@ func TestMakeRunSurvivesRestart(t *testing.T) {
 	code, got := getDoc(t, u.String(), "")
 	require.Equal(t, http.StatusOK, code, "the signed URL from before the restart: %s", got)
 	require.Equal(t, want, got)
+}
+
+// requireMode fails unless the file's permission bits are mode.
+func requireMode(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, mode, st.Mode().Perm(), "%s", path)
 }
