@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	fsapp "github.com/foodsafe/foodsafe/internal/app"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 	"github.com/foodsafe/foodsafe/internal/version"
@@ -161,7 +163,10 @@ func TestMetricsHTTPRequests(t *testing.T) {
 	a := newApp(t)
 	a.addRestaurants("r1")
 	key := a.newKey(grant("r1", "deliveries:read"))
-	const route = "/v1/restaurants/:restaurantId/deliveries/:deliveryId"
+	// The OpenAPI document's form of the route, as the access log, the
+	// audit trail and the docs write it: a filter copied from one works
+	// on the others.
+	const route = "/v1/restaurants/{restaurantId}/deliveries/{deliveryId}"
 
 	before := a.scrape()
 	var bodyBytes int
@@ -534,7 +539,7 @@ func TestMetricsLabelsAreBounded(t *testing.T) {
 
 	routes := map[string]bool{"(unmatched)": true}
 	for _, r := range a.svc.Engine.Routes() {
-		routes[r.Path] = true
+		routes[openapi.OpenAPIPath(r.Path)] = true
 	}
 	forbidden := append([]string{"label-probe"}, restaurants...)
 	for _, k := range keys {
@@ -726,4 +731,56 @@ func (a *app) logLines(requestID string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// One route form everywhere: the access log, the metric labels and the
+// audit trail all write a route as the OpenAPI document does
+// (/v1/restaurants/{restaurantId}/...), and every route a PromQL filter in
+// the docs or the alert rules names is one of them and matches the series
+// a request to it makes.
+func TestOneRouteForm(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+	const route = "/v1/restaurants/{restaurantId}/deliveries"
+	before := a.scrape()
+	r := a.getAs(key, deliveriesPath("r1", window(0, 1000, 10)), "X-Request-ID", "route-form-1")
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	after := a.scrape()
+	require.Equal(t, map[string]float64{route + "/GET/200": 1},
+		deltas(before, after, "foodsafe_http_requests_total", "route", "method", "code"))
+
+	lines := a.logLines("route-form-1")
+	require.NotEmpty(t, lines)
+	for _, l := range lines {
+		if l["msg"] == "request" {
+			require.Equal(t, route, l["route"], "the access log")
+		}
+	}
+	// Every route a filter in the docs or the alert rules names (route="..."),
+	// in the route table's OpenAPI form.
+	routes := map[string]bool{}
+	for _, rt := range a.svc.Engine.Routes() {
+		routes[openapi.OpenAPIPath(rt.Path)] = true
+	}
+	filter := regexp.MustCompile(`route="([^"]*)"`)
+	named := 0
+	for _, f := range []string{"../docs/operators.md", "../docs/runbook.md", "../docs/performance.md", "../deploy/prometheus/alerts.yml",
+		"../deploy/prometheus/alerts_test.yml"} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range filter.FindAllStringSubmatch(string(b), -1) {
+			require.True(t, routes[m[1]] || m[1] == "(unmatched)", "%s filters on route %q, which no request is labelled with", f, m[1])
+			named++
+		}
+	}
+	require.Positive(t, named, "the guide shows a route filter")
+	require.Positive(t, after.value("foodsafe_http_requests_total", "route", route, "method", "GET", "code", "200"),
+		"the guide's filter matches the series")
+
+	// The audit row, flushed by shutting the app down.
+	e, ok := findEvent(flushedAudit(t, a), "route-form-1")
+	require.True(t, ok, "the audit row")
+	require.Equal(t, route, e.Route, "the audit trail")
 }

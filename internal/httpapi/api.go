@@ -67,9 +67,6 @@ type API struct {
 	mcpServers sync.Map
 	// uploads caps the file uploads in progress (uploads.go).
 	uploads *uploadSlots
-	// auditRoutes is each route's path in OpenAPI form, as the audit
-	// trail records it, made once instead of by a regexp per request.
-	auditRoutes map[string]string
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -122,9 +119,7 @@ func New(d Deps) (*gin.Engine, error) {
 	}
 	a.mcpHandler = a.newMCPHandler()
 	heads := map[string]bool{}
-	a.auditRoutes = map[string]string{}
 	for _, r := range routes {
-		a.auditRoutes[r.Path] = openapi.OpenAPIPath(r.Path)
 		e.Handle(r.Method, r.Path, a.chain(r)...)
 		heads[r.Path] = heads[r.Path] || r.Method == http.MethodHead
 	}

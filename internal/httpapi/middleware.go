@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -98,13 +99,28 @@ func (a *API) instrument(c *gin.Context) {
 }
 
 // routeOf is the route template (never the raw path, which may carry ids a
-// log should not multiply into cardinality), or a marker for unmatched paths.
+// log should not multiply into cardinality), or a marker for unmatched
+// paths. It is in the OpenAPI document's form, /v1/restaurants/{restaurantId}/...,
+// everywhere it is written (access log, metric labels, audit trail), the
+// form partners and the docs use, so a filter copied from one matches the
+// others; gin's own form (:restaurantId) stays inside the router.
 func routeOf(c *gin.Context) string {
-	if r := c.FullPath(); r != "" {
-		return r
+	r := c.FullPath()
+	if r == "" {
+		return "(unmatched)"
 	}
-	return "(unmatched)"
+	if form, ok := routeForms.Load(r); ok {
+		return form.(string)
+	}
+	form := openapi.OpenAPIPath(r)
+	routeForms.Store(r, form)
+	return form
 }
+
+// routeForms maps each gin route path to its OpenAPI form, made once per
+// route instead of by a regular expression per request. It holds only
+// registered routes (FullPath is one or empty), so it is bounded.
+var routeForms sync.Map
 
 // recoverer turns a panic into a 500 problem that says nothing about the
 // internals; its value and stack are the failure's one ERROR line
@@ -238,16 +254,10 @@ func (a *API) auditTrail(c *gin.Context) {
 	if strings.HasPrefix(route, "/health/") && status < 400 {
 		return
 	}
-	// The OpenAPI form ({restaurantId}), which operators and partners
-	// read in the document and the docs page.
-	openRoute, ok := a.auditRoutes[route]
-	if !ok {
-		openRoute = openapi.OpenAPIPath(route)
-	}
 	e := audit.Event{
 		At:           a.now(),
 		Method:       c.Request.Method,
-		Route:        openRoute,
+		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
 		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),

@@ -168,7 +168,7 @@ func BenchmarkHTTPFinished(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			m.HTTPStarted()
-			m.HTTPFinished("/v1/restaurants/:restaurantId/collections/:collection/records", "GET", 200, 3*time.Millisecond, 4000)
+			m.HTTPFinished("/v1/restaurants/{restaurantId}/collections/{collection}/records", "GET", 200, 3*time.Millisecond, 4000)
 			m.Authentication(CredentialKey, AuthOK)
 		}
 	})
