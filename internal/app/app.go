@@ -218,7 +218,8 @@ func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ShutdownTimeout:   c.ShutdownTimeout,
-		Canned:            httpapi.CannedProblems(c.BaseURL),
+		Canned:            httpapi.CannedProblems(c.BaseURL, a.log),
+		MaxConns:          c.MaxConnections,
 	}, a.log)
 	stopOps()
 	wg.Wait()

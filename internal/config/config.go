@@ -39,14 +39,22 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may run after
 	// SIGINT/SIGTERM before the server closes them.
 	ShutdownTimeout time.Duration `env:"FOODSAFE_SHUTDOWN_TIMEOUT" envDefault:"20s" desc:"How long in-flight requests may finish after SIGINT or SIGTERM."`
-	// ReadHeaderTimeout limits slow-loris clients.
-	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"10s" desc:"Time to read a request's headers."`
+	// ReadHeaderTimeout limits slow-loris clients: a request's line and
+	// headers arrive in one round trip or a few, never in seconds.
+	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"5s" desc:"Time to read a request's line and headers; a client slower than this is cut (slow-loris)."`
 	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s" desc:"Time to read a whole request, body included."`
+	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s" desc:"Time to read a whole request, body included (file uploads have FOODSAFE_UPLOAD_TIMEOUT)."`
 	// WriteTimeout bounds writing a response.
 	WriteTimeout time.Duration `env:"FOODSAFE_WRITE_TIMEOUT" envDefault:"60s" desc:"Time to write a response."`
-	// IdleTimeout closes idle keep-alive connections.
-	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s" desc:"How long an idle keep-alive connection stays open."`
+	// IdleTimeout closes idle keep-alive connections: long enough for a
+	// client's next request of a sync, short enough that connections
+	// opened and left cost little. Behind a load balancer that reuses
+	// connections it must exceed the balancer's own idle timeout.
+	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"30s" desc:"How long an idle keep-alive connection stays open. Behind a load balancer, set it above the balancer's idle timeout (e.g. 75s behind a 60s one), or the balancer may reuse a connection as it closes."`
+	// MaxConnections caps the connections open at once, so a flood of
+	// connections meets a clear refusal rather than the process's file
+	// descriptor limit.
+	MaxConnections int `env:"FOODSAFE_MAX_CONNECTIONS" envDefault:"4096" desc:"Connections the API listener holds open at once; beyond, a new connection is answered 503 dependency-unavailable with Retry-After and closed, unread. Keep it under the process's file descriptor limit. 0: no cap."`
 	// ReadyTimeout bounds the database probe of /health/ready.
 	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s" desc:"Budget of each probe (database, file store) behind /health/ready."`
 
@@ -170,6 +178,8 @@ func (c Config) check() error {
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
 	case c.UploadIdleTimeout <= 0 || c.UploadIdleTimeout > c.UploadTimeout:
 		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
+	case c.MaxConnections < 0:
+		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
 	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
