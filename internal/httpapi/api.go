@@ -108,7 +108,7 @@ func New(d Deps) (*gin.Engine, error) {
 	if a.metrics != nil {
 		e.Use(a.instrument)
 	}
-	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer)
+	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.refuseAmbiguousFraming)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)
 	})

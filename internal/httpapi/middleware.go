@@ -55,6 +55,7 @@ func withRequestID(c *gin.Context) {
 	}
 	c.Set(ctxRequestID, id)
 	c.Header(HeaderRequestID, id)
+	trackBody(c)
 	if t := traceID(c.Request.Header); t != "" {
 		// In the request's context, which travels where the gin context
 		// does not (an MCP tool runs inside the SDK).

@@ -114,6 +114,7 @@ func (a *API) fail(c *gin.Context, err error) {
 		c.AbortWithStatus(statusClientClosedRequest)
 		return
 	}
+	closeUnread(c)
 	p := a.problemFor(c, err)
 	if p.Status == http.StatusServiceUnavailable {
 		// A first delay for clients backing off (spec 7: exponential
