@@ -67,6 +67,8 @@ type API struct {
 	mcpServers sync.Map
 	// uploads caps the file uploads in progress (uploads.go).
 	uploads *uploadSlots
+	// health is what the health routes keep between requests.
+	health healthState
 	// auditRoutes is each route's path in OpenAPI form, as the audit
 	// trail records it, made once instead of by a regexp per request.
 	auditRoutes map[string]string
