@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -67,6 +68,10 @@ type Config struct {
 	// connection for the listener (not a transaction-pooling proxy); off
 	// by itself on Citus.
 	KeyCache bool `env:"FOODSAFE_KEY_CACHE" envDefault:"true" desc:"Keep authenticated keys in memory, dropped on every key change heard over LISTEN/NOTIFY; false looks the key up on every request. Needs a session-level connection to PostgreSQL (not a transaction-pooling proxy); off by itself on Citus."`
+	// TrustedProxies are the proxies (a load balancer) whose
+	// X-Forwarded-For is believed: the client IP (per-IP budget, audit,
+	// logs) is then the last address in it that is not one of them.
+	TrustedProxies Prefixes `env:"FOODSAFE_TRUSTED_PROXIES" desc:"Comma-separated CIDRs (or addresses) of the proxies in front of the service, e.g. a load balancer's subnet: a request arriving from one of them is attributed to the address its X-Forwarded-For names (the last one that is not a trusted proxy), for the per-IP budget, the audit trail and the logs. Unset: forwarded headers are ignored and the client IP is the connection's peer."`
 	// RedisURL, when set, shares rate-limit budgets between processes.
 	RedisURL string `env:"REDIS_URL" desc:"e.g. redis://127.0.0.1:6379/0; when set, all server processes share rate-limit budgets through Redis. Unset, each process counts its own."`
 	// RedisPrefix namespaces the limiter's Redis keys.
@@ -225,4 +230,39 @@ func (d Days) String() string {
 		return strconv.FormatInt(int64(v/(24*time.Hour)), 10) + "d"
 	}
 	return v.String()
+}
+
+// Prefixes is a comma-separated list of CIDRs; a bare address stands for
+// itself alone (/32, /128).
+type Prefixes []netip.Prefix
+
+// UnmarshalText parses "10.0.0.0/8, 192.0.2.7".
+func (p *Prefixes) UnmarshalText(b []byte) error {
+	var out Prefixes
+	for _, f := range strings.Split(string(b), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if pre, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, pre.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(f)
+		if err != nil {
+			return fmt.Errorf("%q: want a CIDR like 10.0.0.0/8 or an address", f)
+		}
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	*p = out
+	return nil
+}
+
+// String writes the list as it is read.
+func (p Prefixes) String() string {
+	s := make([]string, len(p))
+	for i, pre := range p {
+		s[i] = pre.String()
+	}
+	return strings.Join(s, ",")
 }
