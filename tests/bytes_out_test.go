@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -101,4 +102,56 @@ func testDownloadsAreTheBytesStored(t *testing.T, b backend) {
 	} else {
 		require.JSONEq(t, `{"status":"ok"}`, string(two))
 	}
+}
+
+// Ranges never make an answer much larger than the file: 299 one-byte
+// ranges of a 600-byte file, or ranges whose part headers outweigh the
+// file, answer at most the file (coalesced into one range, or the whole
+// file) on our route; the object store answers at most the file too.
+func TestRangesNeverAmplify(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		a := b.newApp(t)
+		a.addRestaurants("r1")
+		key := a.newKey(grant("r1", "drive-files:write", "drive-files:read"))
+		file := []byte(strings.Repeat("0123456789", 60))
+		a.put(key, "r1", "drive-files", "f1", "m1", map[string]any{"s3Key": "k", "name": "n.txt", "sizeBytes": len(file),
+			"asset": map[string]any{"objectKey": "n.txt", "status": "pending"}})
+		require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f1", "n.txt"), "text/plain", digestHeader(file), file).Status)
+		u := a.fileList(key, assetsPath("r1", "drive-files", "f1"))[0].URL
+		var every []string
+		for i := 0; i < 598; i += 2 {
+			every = append(every, fmt.Sprintf("%d-%d", i, i))
+		}
+		for _, rng := range []string{"bytes=" + strings.Join(every, ","), "bytes=0-0,300-300,599-599", "bytes=0-599,0-599,0-599,0-599"} {
+			r := a.download(u, "Range", rng)
+			require.Contains(t, []int{http.StatusOK, http.StatusPartialContent}, r.Status, "%.60s: %s", rng, r.Body)
+			require.LessOrEqual(t, len(r.Body), len(file), "%.60s answers %d bytes", rng, len(r.Body))
+			if !a.onS3() {
+				ct := r.Header.Get("Content-Type")
+				require.False(t, strings.HasPrefix(ct, "multipart/"), "%.60s: %s", rng, ct)
+				if r.Status == http.StatusOK {
+					require.Equal(t, file, r.Body)
+				} else {
+					var first, last int
+					_, err := fmt.Sscanf(r.Header.Get("Content-Range"), "bytes %d-%d/600", &first, &last)
+					require.NoError(t, err)
+					require.Equal(t, file[first:last+1], r.Body)
+				}
+			}
+		}
+		// Two parts far apart of a larger file are still a multipart answer.
+		big := []byte(strings.Repeat("abcdefghij", 1000))
+		a.put(key, "r1", "drive-files", "f2", "m2", map[string]any{"s3Key": "k", "name": "big.txt", "sizeBytes": len(big),
+			"asset": map[string]any{"objectKey": "big.txt", "status": "pending"}})
+		require.Equal(t, http.StatusOK, a.upload(key, assetPath("r1", "drive-files", "f2", "big.txt"), "text/plain", digestHeader(big), big).Status)
+		if !a.onS3() {
+			u := a.fileList(key, assetsPath("r1", "drive-files", "f2"))[0].URL
+			r := a.download(u, "Range", "bytes=9000-9004,0-4")
+			require.Equal(t, http.StatusPartialContent, r.Status)
+			require.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/byteranges"))
+			require.Contains(t, string(r.Body), "Content-Range: bytes 0-4/10000\r\n")
+			require.Contains(t, string(r.Body), "Content-Range: bytes 9000-9004/10000\r\n")
+		}
+	})
 }
