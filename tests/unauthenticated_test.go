@@ -61,6 +61,25 @@ func TestSpentAddressCostsNoLookup(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.getAs(good, "/v1/restaurants").Status, "a key held in memory is served")
 	require429(t, a.getAs(cold, "/v1/restaurants"))
 	require429(t, a.getAs("fst_"+strings.ToLower(rand.Text()[:20])+"."+strings.Repeat("t", 43), "/v1/restaurants"))
+
+	// The flood (every 429 here) adds a row per minute and shape to the
+	// audit trail, not one per request.
+	var rows int
+	var requests int64
+	for _, e := range flushedAudit(t, a) {
+		if e.Status == http.StatusTooManyRequests {
+			rows++
+		}
+	}
+	for _, c := range flushedCounts(t, a) {
+		if c.Status == http.StatusTooManyRequests {
+			rows++
+			requests += c.Requests
+		}
+	}
+	t.Logf("402 refusals: %d audit rows", rows)
+	require.LessOrEqual(t, rows, 60)
+	require.Equal(t, int64(402), requests, "every refusal is counted")
 }
 
 // An unknown public id is looked up once, then remembered: a client

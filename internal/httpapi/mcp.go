@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -78,7 +79,13 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 // JSON-RPC, a wrong Accept header, an unsupported protocol version, a body
 // over the limit) are problem documents like every other failure; JSON-RPC
 // errors and tool results are the SDK's answers.
-func (a *API) mcpServe(c *gin.Context) error {
+func (a *API) mcpServe(c *gin.Context) (err error) {
+	defer func() {
+		if err != nil && c.GetString(ctxAuditOutcome) == "" {
+			// Refused before the SDK read a method: the row says why.
+			c.Set(ctxAuditOutcome, mcpRefusal(err))
+		}
+	}()
 	if err := jsonContentType(c); err != nil {
 		return err
 	}
@@ -100,6 +107,9 @@ func (a *API) mcpServe(c *gin.Context) error {
 		}
 	}
 	outcome, restaurant := call.outcome()
+	if outcome == "" && w.refused != 0 {
+		outcome = rpcRefusal(w.text.Bytes())
+	}
 	c.Set(ctxAuditOutcome, outcome)
 	c.Set(ctxLogMCP, outcome)
 	c.Set(ctxAuditRestaurant, restaurant)
@@ -110,6 +120,16 @@ func (a *API) mcpServe(c *gin.Context) error {
 		c.AbortWithStatus(statusClientClosedRequest)
 	}
 	return nil
+}
+
+// mcpRefusal is the audit outcome of an MCP request refused before any
+// method ran: the problem type and its detail, cut short.
+func mcpRefusal(err error) string {
+	e, ok := apperr.As(err)
+	if !ok {
+		return "refused (" + string(apperr.Internal) + ")"
+	}
+	return storableText("refused ("+string(e.Code)+"): "+e.Detail, 160)
 }
 
 // errBatch refuses a JSON-RPC batch. Batches were removed from MCP in
@@ -202,6 +222,9 @@ type sdkWriter struct {
 	gin.ResponseWriter
 	failed int
 	text   bytes.Buffer
+	// refused is the status of a JSON-RPC error answered with a 4xx
+	// (protocol 2026-07-28), whose start is kept in text for the audit.
+	refused int
 }
 
 func (w *sdkWriter) WriteHeader(code int) {
@@ -212,17 +235,37 @@ func (w *sdkWriter) WriteHeader(code int) {
 		h.Del("X-Content-Type-Options")
 		return
 	}
+	if code >= 400 {
+		w.refused = code
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *sdkWriter) Write(b []byte) (int, error) {
-	if w.failed != 0 {
-		if w.text.Len() < 1024 {
-			w.text.Write(b)
+	if w.failed != 0 || w.refused != 0 {
+		if room := 1024 - w.text.Len(); room > 0 {
+			w.text.Write(b[:min(room, len(b))])
 		}
+	}
+	if w.failed != 0 {
 		return len(b), nil
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// rpcRefusal is the audit outcome of a JSON-RPC error the SDK answered
+// before any method ran (a header that does not match the body, an
+// unknown revision's call): its message, cut short.
+func rpcRefusal(body []byte) string {
+	var res struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &res) != nil || res.Error == nil {
+		return "refused (protocol error)"
+	}
+	return storableText("refused (protocol error): "+res.Error.Message, 160)
 }
 
 // Unwrap lets the SDK reach the connection (http.ResponseController).
