@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
 
@@ -89,19 +89,29 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 	if err := jsonContentType(c); err != nil {
 		return err
 	}
-	if err := a.refuseBatch(c); err != nil {
-		c.Set(ctxAuditOutcome, "batch refused")
+	// The body is read here, once, and checked before the SDK builds any
+	// value from it: a batch, or a shape no MCP message has (validate.Bounds:
+	// a _meta of a million numbers, thousands of unknown members), is
+	// refused at the cost of its bytes.
+	body, err := a.readBody(c)
+	if err != nil {
 		return err
 	}
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
+		c.Set(ctxAuditOutcome, "batch refused")
+		return errBatch
+	}
+	if err := validate.Bounds(body); err != nil {
+		return err
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	p := principal(c)
 	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
-	body := &keptBody{ReadCloser: c.Request.Body, limit: a.cfg.MaxBodyBytes}
-	c.Request.Body = body
 	w := &sdkWriter{ResponseWriter: c.Writer}
 	a.mcpHandler.ServeHTTP(w, c.Request)
 	if w.failed != 0 {
-		if res, ok := methodNotFound(w.failed, w.text.String(), body.kept.Bytes(), call); ok {
+		if res, ok := methodNotFound(w.failed, w.text.String(), body, call); ok {
 			w.failed = 0
 			c.Data(http.StatusOK, "application/json", res)
 		}
@@ -141,52 +151,6 @@ func mcpRefusal(err error) string {
 // budget unit, one audit row, one page of at most wire.MaxLimit records.
 var errBatch = apperr.New(apperr.Invalid,
 	"JSON-RPC batches (a JSON array) are not accepted at any protocol revision: send one JSON-RPC message per POST.")
-
-// refuseBatch answers errBatch when the body is a JSON array, looking no
-// further than its first non-blank byte, and leaves the body whole for
-// the SDK otherwise.
-func (a *API) refuseBatch(c *gin.Context) error {
-	body := bufio.NewReaderSize(c.Request.Body, 512)
-	blank := int64(0)
-	c.Request.Body = struct {
-		io.Reader
-		io.Closer
-	}{body, c.Request.Body}
-	for {
-		b, err := body.Peek(1)
-		if err != nil {
-			return nil // empty or unreadable: the SDK answers
-		}
-		switch b[0] {
-		case ' ', '\t', '\n', '\r':
-			if blank++; blank > a.cfg.MaxBodyBytes {
-				return apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
-			}
-			_, _ = body.Discard(1)
-		case '[':
-			return errBatch
-		default:
-			return nil
-		}
-	}
-}
-
-// keptBody keeps what the SDK reads of a request body (at most limit
-// bytes, the SDK's own limit), so that a refusal of it can be answered
-// with the request's id (methodNotFound).
-type keptBody struct {
-	io.ReadCloser
-	limit int64
-	kept  bytes.Buffer
-}
-
-func (b *keptBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if room := b.limit - int64(b.kept.Len()); room > 0 {
-		b.kept.Write(p[:min(int64(n), room)])
-	}
-	return n, err
-}
 
 // methodNotFound is the JSON-RPC answer to a call of a method no MCP
 // server has: "method not found" (-32601) with the call's id, what MCP
