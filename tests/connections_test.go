@@ -88,3 +88,34 @@ func TestContentLengthWithTransferEncodingIsRefused(t *testing.T) {
 	require.Error(t, err, "nothing more is answered on the connection")
 	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the connection is closed")
 }
+
+// The connection timeouts are the server's: a connection left idle after
+// a request is closed at FOODSAFE_IDLE_TIMEOUT, and one whose headers do
+// not arrive within FOODSAFE_READ_HEADER_TIMEOUT is cut, answered or not.
+func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	addr, _ := servedApp(t, func(c *config.Config) {
+		c.IdleTimeout, c.ReadHeaderTimeout, c.ReadTimeout = 300*time.Millisecond, 300*time.Millisecond, time.Hour
+	})
+	idle, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer idle.Close()
+	_, err = io.WriteString(idle, "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(idle)
+	res, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, idle.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed by the server")
+
+	slow, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer slow.Close()
+	_, err = io.WriteString(slow, "GET /health/live HTTP/1.1\r\nHost: x\r\n") // and never the blank line
+	require.NoError(t, err)
+	require.NoError(t, slow.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err = io.ReadAll(slow)
+	require.NoError(t, err, "the server closes the connection")
+}

@@ -126,3 +126,17 @@ func TestTrustedProxies(t *testing.T) {
 		t.Errorf("unset: %v, %v", c.TrustedProxies, err)
 	}
 }
+
+// The defaults are sized for a server facing the internet: a client has a
+// few seconds to send its request line and headers (slow-loris), and a
+// connection left idle after a request is closed within half a minute
+// rather than two.
+func TestConnectionDefaults(t *testing.T) {
+	c, err := LoadFrom(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReadHeaderTimeout > 5*time.Second || c.IdleTimeout > 30*time.Second || c.MaxConnections < 1 {
+		t.Errorf("header timeout %s, idle timeout %s, connections %d", c.ReadHeaderTimeout, c.IdleTimeout, c.MaxConnections)
+	}
+}
