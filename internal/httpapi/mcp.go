@@ -139,7 +139,12 @@ func mcpRefusal(err error) string {
 	if !ok {
 		return "refused (" + string(apperr.Internal) + ")"
 	}
-	return storableText("refused ("+string(e.Code)+"): "+e.Detail, 160)
+	why := e.Detail
+	if len(e.Errors) > 0 {
+		// The violation says more than "the body is invalid".
+		why = strings.TrimPrefix(e.Errors[0].Pointer+" "+e.Errors[0].Detail, " ")
+	}
+	return storableText("refused ("+string(e.Code)+"): "+why, 160)
 }
 
 // errBatch refuses a JSON-RPC batch. Batches were removed from MCP in
