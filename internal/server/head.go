@@ -52,16 +52,29 @@ type headScanner struct {
 	lineLen int    // its length so far, kept or not
 	lines   int    // lines completed
 	done    bool   // the blank line was read
-	head    RequestHead
+	// after says bytes followed the blank line in what was read.
+	after bool
+	// blind says this request began in bytes read with the previous one
+	// (pipelined): what is read now is its middle, not its head.
+	blind bool
+	head  RequestHead
 }
 
+// reset starts over for the next request. When the previous one declared
+// no body but bytes followed its head, those bytes began the next request
+// (pipelining): its head cannot be followed, and it is not tried.
 func (s *headScanner) reset() {
+	blind := s.done && s.after && !s.head.ContentLength && !s.head.TransferEncoding
 	line := s.line[:0]
-	*s = headScanner{line: line}
+	*s = headScanner{line: line, blind: blind}
 }
 
 // feed follows p, the next bytes read from the connection.
 func (s *headScanner) feed(p []byte) {
+	if s.done || s.blind {
+		s.after = s.after || len(p) > 0
+		return
+	}
 	for len(p) > 0 && !s.done {
 		s.head.Seen = true
 		i := bytes.IndexByte(p, '\n')
@@ -78,6 +91,9 @@ func (s *headScanner) feed(p []byte) {
 		}
 		s.endLine()
 		p = p[i+1:]
+		if s.done && len(p) > 0 {
+			s.after = true
+		}
 	}
 }
 

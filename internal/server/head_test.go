@@ -82,3 +82,24 @@ func TestParseCanned(t *testing.T) {
 		require.Equal(t, want.text, text, "%q", in)
 	}
 }
+
+// A request that began in the bytes read with the previous one (which
+// declared no body) is not followed from its middle: nothing is known of
+// it. After a request with a body, what follows its head is the body.
+func TestHeadScannerPipelined(t *testing.T) {
+	t.Parallel()
+	var s headScanner
+	s.feed([]byte("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HT"))
+	s.reset()
+	s.feed([]byte("TP/1.1\r\nX-Request-ID: x\r\n\r\n"))
+	require.Equal(t, RequestHead{}, s.snapshot(), "the middle of a pipelined request")
+	s.reset()
+	s.feed([]byte("GET /c HTTP/1.1\r\n\r\n"))
+	require.Equal(t, RequestHead{Seen: true, Line: true, Method: "GET", Target: "/c"}, s.snapshot(), "the next one is read again")
+
+	s.reset()
+	s.feed([]byte("PUT /d HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"))
+	s.reset()
+	s.feed([]byte("GET /e HTTP/1.1\r\n\r\n"))
+	require.Equal(t, RequestHead{Seen: true, Line: true, Method: "GET", Target: "/e"}, s.snapshot(), "a body is not a request")
+}
