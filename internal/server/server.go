@@ -1,5 +1,7 @@
-// Package server runs an http.Handler with production timeouts and a
-// bounded graceful shutdown.
+// Package server runs an http.Handler with production timeouts, a cap on
+// open connections, net/http's own refusals answered in the service's
+// terms (told apart from a handler's writes by when they happen, conn.go)
+// and a bounded graceful shutdown.
 package server
 
 import (
@@ -12,7 +14,7 @@ import (
 	"time"
 )
 
-// Options are the timeouts of the HTTP server.
+// Options are the timeouts and limits of the HTTP server.
 type Options struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
