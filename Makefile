@@ -145,10 +145,12 @@ fuzz:
 load: build
 	tests/load/load.sh
 
-## load-hostile: stalled chunked uploads and MCP batches against one serve
-## on loopback, at once, for well under a minute; fails when serve's RSS
-## reaches 300 MB, a health answer takes 50 ms, or the budget or audit
-## trail misses a request (tests/load/hostile.sh; UPLOADS, BATCHES, CALLS).
+## load-hostile: one hostile attack after another against one serve on
+## loopback (stalled uploads and MCP batches, downloads of HTTP-looking
+## files, a /health/version flood, hostile JSON bodies, slow bodies, random
+## keys, ambiguous framing, an idle connection), each with serve's RSS,
+## health latency and database round trips; about a minute; fails when an
+## attack breaks its bound (tests/load/hostile.sh; UPLOADS, BATCHES, CALLS).
 load-hostile: build
 	$(GO) build -o bin/load-hostile ./tests/load/hostile
 	UPLOADS=$(UPLOADS) BATCHES=$(BATCHES) CALLS=$(CALLS) tests/load/hostile.sh

@@ -144,13 +144,15 @@ func TestCLIKeyLifecycle(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
 	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
 
-	// audit shows the key's requests, including the refused one
+	// audit shows the key's requests; the refused one is counted by shape
 	require.NoError(t, a.svc.Audit.Close(t.Context()))
 	r = a.cli("audit", "--key", pub)
 	require.Equal(t, 0, r.Code, r.Stderr)
 	require.Contains(t, r.Stdout, "/v1/restaurants")
-	require.Contains(t, r.Stdout, "revoked")
 	require.NotContains(t, r.Stdout, secretOf(key))
+	r = a.cli("audit", "--counts", "--key", pub)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `(?m)^\S+\s+127\.0\.0\.1\s+GET\s+/v1/restaurants\s+401\s+revoked\s+`+pub+`\s+1\s*$`, r.Stdout)
 }
 
 // Bad input exits 2 with a message on stderr and writes nothing.
@@ -189,6 +191,7 @@ func TestCLIBadInput(t *testing.T) {
 		"ungrant scope not held":     {"keys", "ungrant", pub, "r1=areas:read"},
 		"audit bad key":              {"audit", "--key", "BAD"},
 		"audit bad restaurant":       {"audit", "--restaurant", "bad id!"},
+		"audit counts by restaurant": {"audit", "--counts", "--restaurant", "r1"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

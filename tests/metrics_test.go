@@ -446,6 +446,8 @@ func TestMetricsAuditBufferAndDrops(t *testing.T) {
 		c.AuditBufferSize = 2
 		c.AuditFlushInterval = time.Hour
 	}))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
 	ctx := context.Background()
 	pool := a.store().Pool()
 	lock, err := pool.Begin(ctx)
@@ -454,7 +456,8 @@ func TestMetricsAuditBufferAndDrops(t *testing.T) {
 	_, err = lock.Exec(ctx, `LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE`)
 	require.NoError(t, err)
 
-	requireProblem(t, a.get("/audited/1"), http.StatusNotFound, "not-found")
+	// Authenticated requests: recorded one row each.
+	requireProblem(t, a.getAs(key, "/v1/restaurants/audited-1/collections"), http.StatusNotFound, "not-found")
 	// The writer took that event and its COPY now waits for the lock.
 	require.Eventually(t, func() bool {
 		var waiting int
@@ -465,7 +468,7 @@ func TestMetricsAuditBufferAndDrops(t *testing.T) {
 		return waiting > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	for i := range 3 {
-		requireProblem(t, a.get("/audited/more-"+string(rune('a'+i))), http.StatusNotFound, "not-found")
+		requireProblem(t, a.getAs(key, "/v1/restaurants/audited-more-"+string(rune('a'+i))+"/collections"), http.StatusNotFound, "not-found")
 	}
 	f := a.scrape()
 	require.Equal(t, 3.0, f.value("foodsafe_audit_buffered_events"), "two queued and one being written")
@@ -624,9 +627,11 @@ func TestMetricsListener(t *testing.T) {
 	defer st.Close()
 	var audited, other int
 	require.NoError(t, st.Pool().QueryRow(context.Background(),
-		`SELECT count(*), count(*) FILTER (WHERE route <> '(unmatched)') FROM audit_events`).Scan(&audited, &other))
-	require.Equal(t, 3, audited, "the API's three 404s are audited")
+		`SELECT coalesce(sum(requests), 0), count(*) FILTER (WHERE route <> '(unmatched)') FROM audit_counts`).Scan(&audited, &other))
+	require.Equal(t, 3, audited, "the API's three 404s are audited (by shape)")
 	require.Zero(t, other, "and nothing else: no scrape")
+	require.NoError(t, st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM audit_events`).Scan(&other))
+	require.Zero(t, other)
 }
 
 // With FOODSAFE_METRICS_ADDR empty the service records nothing and still

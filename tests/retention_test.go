@@ -294,6 +294,8 @@ func TestAuditPartitions(t *testing.T) {
 	call := func(n int) {
 		for range n {
 			require.Equal(t, http.StatusOK, a.getAs(key, "/v1/restaurants").Status)
+			// And one counted by shape (audit_counts, partitioned alike).
+			require.Equal(t, http.StatusNotFound, a.get("/counted").Status)
 		}
 	}
 	call(3) // day 1: no partition exists
@@ -311,7 +313,8 @@ func TestAuditPartitions(t *testing.T) {
 	go func() {
 		ok := 0
 		for range during {
-			if b.do(req{Path: "/v1/restaurants", Header: map[string]string{"Authorization": "Bearer " + key}}).Status == http.StatusOK {
+			if b.do(req{Path: "/v1/restaurants", Header: map[string]string{"Authorization": "Bearer " + key}}).Status == http.StatusOK &&
+				b.get("/counted").Status == http.StatusNotFound {
 				ok++
 			}
 		}
@@ -336,6 +339,10 @@ func TestAuditPartitions(t *testing.T) {
 	require.Equal(t, 4, count(`SELECT count(*) FROM audit_events_p20300102 WHERE route = '/v1/restaurants'`))
 	require.Equal(t, during, count(`SELECT count(*) FROM audit_events_p20300103 WHERE route = '/v1/restaurants'`),
 		"every event written while partitions were dropped")
+	require.Equal(t, 4, count(`SELECT sum(requests)::int FROM audit_counts_p20300102 WHERE route = '(unmatched)'`))
+	require.Equal(t, during, count(`SELECT sum(requests)::int FROM audit_counts_p20300103 WHERE route = '(unmatched)'`),
+		"every request counted while partitions were dropped")
+	require.Zero(t, count(`SELECT count(*) FROM pg_class WHERE relname = 'audit_counts_p20300101'`), "day 1's counts dropped")
 
 	events, err := st.AuditRecent(context.Background(), store.AuditFilter{Since: day1, Limit: 1000})
 	require.NoError(t, err)

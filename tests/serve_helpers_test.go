@@ -2,8 +2,10 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -145,4 +147,25 @@ func runServe(t testing.TB, env ...string) (int, string) {
 // requests sent to p.
 func (a *app) replica(p *serveProc) *app {
 	return &app{t: a.t, cfg: a.cfg, svc: a.svc, srv: a.srv, logs: a.logs, extraRoutes: a.extraRoutes, remote: p.URL}
+}
+
+// served serves a's engine the way `foodsafe serve` does (app.Serve: the
+// production http.Server with its timeouts, connection handling and
+// canned answers) on a loopback port, sends a's requests there from now
+// on, and returns its base URL. The app closes when the test ends.
+func (a *app) served() string {
+	a.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(a.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.svc.Serve(ctx, ln, nil) }()
+	a.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			a.t.Errorf("serve: %v", err)
+		}
+	})
+	a.remote = "http://" + ln.Addr().String()
+	return a.remote
 }

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
-		Metrics: m,
+		Metrics: m, Counts: st.AuditCountsAdd,
 	})
 	undo = append(undo, func() { _ = aw.Close(context.WithoutCancel(ctx)) })
 	m.WatchAuditBuffer(aw.Buffered)
@@ -218,7 +218,8 @@ func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		WriteTimeout:      c.WriteTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ShutdownTimeout:   c.ShutdownTimeout,
-		Canned:            httpapi.CannedProblems(c.BaseURL),
+		Canned:            httpapi.CannedProblems(c.BaseURL, a.log),
+		MaxConns:          c.MaxConnections,
 	}, a.log)
 	stopOps()
 	wg.Wait()

@@ -60,11 +60,11 @@ var Kinds = []Kind{
 	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
 	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},
 	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent, or the key already has its most uploads in progress at once (FOODSAFE_UPLOADS_PER_KEY).", "Yes, after the seconds in Retry-After."},
-	{HeadersTooLarge, 431, "Request header fields too large", "The request line and headers together exceed 64 KiB; answered before routing, so instance is empty.", "No."},
+	{HeadersTooLarge, 431, "Request header fields too large", "The request line and headers together exceed 64 KiB; answered before routing (instance is the path as sent).", "No."},
 	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
-	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing, so instance is empty.", "No."},
-	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable, or the server is receiving its most uploads at once (FOODSAFE_UPLOADS_MAX).", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
-	{HTTPVersion, 505, "HTTP version not supported", "The request line names an HTTP version other than 1.0 or 1.1 (HTTP/2 is negotiated, not named there); answered before routing, so instance is empty.", "No: use HTTP/1.1."},
+	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing (instance is the path as sent).", "No."},
+	{DependencyUnavailable, 503, "Dependency unavailable", "A needed component (the database, the object store) is briefly unavailable, or the server is receiving its most uploads at once (FOODSAFE_UPLOADS_MAX) or holds its most connections (FOODSAFE_MAX_CONNECTIONS).", "Yes, with exponential backoff and jitter; Retry-After gives a first delay."},
+	{HTTPVersion, 505, "HTTP version not supported", "The request line names an HTTP version other than 1.0 or 1.1 (HTTP/2 is negotiated, not named there); answered before routing (instance is the path as sent).", "No: use HTTP/1.1."},
 }
 
 // KindOfStatus returns the row of an HTTP status, for answers made before

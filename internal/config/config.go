@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -39,14 +40,22 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may run after
 	// SIGINT/SIGTERM before the server closes them.
 	ShutdownTimeout time.Duration `env:"FOODSAFE_SHUTDOWN_TIMEOUT" envDefault:"20s" desc:"How long in-flight requests may finish after SIGINT or SIGTERM."`
-	// ReadHeaderTimeout limits slow-loris clients.
-	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"10s" desc:"Time to read a request's headers."`
+	// ReadHeaderTimeout limits slow-loris clients: a request's line and
+	// headers arrive in one round trip or a few, never in seconds.
+	ReadHeaderTimeout time.Duration `env:"FOODSAFE_READ_HEADER_TIMEOUT" envDefault:"5s" desc:"Time to read a request's line and headers; a client slower than this is cut (slow-loris)."`
 	// ReadTimeout bounds reading a whole request, body included.
-	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s" desc:"Time to read a whole request, body included."`
+	ReadTimeout time.Duration `env:"FOODSAFE_READ_TIMEOUT" envDefault:"60s" desc:"Time to read a whole request, body included (file uploads have FOODSAFE_UPLOAD_TIMEOUT)."`
 	// WriteTimeout bounds writing a response.
 	WriteTimeout time.Duration `env:"FOODSAFE_WRITE_TIMEOUT" envDefault:"60s" desc:"Time to write a response."`
-	// IdleTimeout closes idle keep-alive connections.
-	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"120s" desc:"How long an idle keep-alive connection stays open."`
+	// IdleTimeout closes idle keep-alive connections: long enough for a
+	// client's next request of a sync, short enough that connections
+	// opened and left cost little. Behind a load balancer that reuses
+	// connections it must exceed the balancer's own idle timeout.
+	IdleTimeout time.Duration `env:"FOODSAFE_IDLE_TIMEOUT" envDefault:"30s" desc:"How long an idle keep-alive connection stays open. Behind a load balancer, set it above the balancer's idle timeout (e.g. 75s behind a 60s one), or the balancer may reuse a connection as it closes."`
+	// MaxConnections caps the connections open at once, so a flood of
+	// connections meets a clear refusal rather than the process's file
+	// descriptor limit.
+	MaxConnections int `env:"FOODSAFE_MAX_CONNECTIONS" envDefault:"4096" desc:"Connections the API listener holds open at once; beyond, a new connection is answered 503 dependency-unavailable with Retry-After and closed, unread. Keep it under the process's file descriptor limit. 0: no cap."`
 	// ReadyTimeout bounds the database probe of /health/ready.
 	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s" desc:"Budget of each probe (database, file store) behind /health/ready."`
 
@@ -59,6 +68,10 @@ type Config struct {
 	// connection for the listener (not a transaction-pooling proxy); off
 	// by itself on Citus.
 	KeyCache bool `env:"FOODSAFE_KEY_CACHE" envDefault:"true" desc:"Keep authenticated keys in memory, dropped on every key change heard over LISTEN/NOTIFY; false looks the key up on every request. Needs a session-level connection to PostgreSQL (not a transaction-pooling proxy); off by itself on Citus."`
+	// TrustedProxies are the proxies (a load balancer) whose
+	// X-Forwarded-For is believed: the client IP (per-IP budget, audit,
+	// logs) is then the last address in it that is not one of them.
+	TrustedProxies Prefixes `env:"FOODSAFE_TRUSTED_PROXIES" desc:"Comma-separated CIDRs (or addresses) of the proxies in front of the service, e.g. a load balancer's subnet: a request arriving from one of them is attributed to the address its X-Forwarded-For names (the last one that is not a trusted proxy), for the per-IP budget, the audit trail and the logs. Unset: forwarded headers are ignored and the client IP is the connection's peer."`
 	// RedisURL, when set, shares rate-limit budgets between processes.
 	RedisURL string `env:"REDIS_URL" desc:"e.g. redis://127.0.0.1:6379/0; when set, all server processes share rate-limit budgets through Redis. Unset, each process counts its own."`
 	// RedisPrefix namespaces the limiter's Redis keys.
@@ -170,6 +183,8 @@ func (c Config) check() error {
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
 	case c.UploadIdleTimeout <= 0 || c.UploadIdleTimeout > c.UploadTimeout:
 		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
+	case c.MaxConnections < 0:
+		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
 	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
@@ -215,4 +230,39 @@ func (d Days) String() string {
 		return strconv.FormatInt(int64(v/(24*time.Hour)), 10) + "d"
 	}
 	return v.String()
+}
+
+// Prefixes is a comma-separated list of CIDRs; a bare address stands for
+// itself alone (/32, /128).
+type Prefixes []netip.Prefix
+
+// UnmarshalText parses "10.0.0.0/8, 192.0.2.7".
+func (p *Prefixes) UnmarshalText(b []byte) error {
+	var out Prefixes
+	for _, f := range strings.Split(string(b), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if pre, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, pre.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(f)
+		if err != nil {
+			return fmt.Errorf("%q: want a CIDR like 10.0.0.0/8 or an address", f)
+		}
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	*p = out
+	return nil
+}
+
+// String writes the list as it is read.
+func (p Prefixes) String() string {
+	s := make([]string, len(p))
+	for i, pre := range p {
+		s[i] = pre.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -106,3 +106,37 @@ func TestVariablesCoverConfig(t *testing.T) {
 		t.Errorf("FOODSAFE_METRICS_ADDR's default is listed as %q", v.Default)
 	}
 }
+
+// FOODSAFE_TRUSTED_PROXIES takes CIDRs and bare addresses, and refuses
+// anything else at start-up.
+func TestTrustedProxies(t *testing.T) {
+	c, err := LoadFrom(map[string]string{"FOODSAFE_TRUSTED_PROXIES": " 10.1.2.3/8, 192.0.2.7 ,2001:db8::/32,"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.TrustedProxies.String(); got != "10.0.0.0/8,192.0.2.7/32,2001:db8::/32" {
+		t.Errorf("got %s", got)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.0/8;rm"} {
+		if _, err := LoadFrom(map[string]string{"FOODSAFE_TRUSTED_PROXIES": bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if c, err := LoadFrom(map[string]string{}); err != nil || len(c.TrustedProxies) != 0 {
+		t.Errorf("unset: %v, %v", c.TrustedProxies, err)
+	}
+}
+
+// The defaults are sized for a server facing the internet: a client has a
+// few seconds to send its request line and headers (slow-loris), and a
+// connection left idle after a request is closed within half a minute
+// rather than two.
+func TestConnectionDefaults(t *testing.T) {
+	c, err := LoadFrom(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ReadHeaderTimeout > 5*time.Second || c.IdleTimeout > 30*time.Second || c.MaxConnections < 1 {
+		t.Errorf("header timeout %s, idle timeout %s, connections %d", c.ReadHeaderTimeout, c.IdleTimeout, c.MaxConnections)
+	}
+}

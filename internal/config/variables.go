@@ -78,6 +78,8 @@ func typeName(t reflect.Type) string {
 		return "days or duration"
 	case reflect.TypeFor[slog.Level]():
 		return "log level"
+	case reflect.TypeFor[Prefixes]():
+		return "CIDR list"
 	}
 	switch t.Kind() {
 	case reflect.Bool:

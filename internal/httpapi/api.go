@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -67,6 +68,20 @@ type API struct {
 	mcpServers sync.Map
 	// uploads caps the file uploads in progress (uploads.go).
 	uploads *uploadSlots
+	// health is what the health routes keep between requests.
+	health healthState
+}
+
+// trustedProxies is gin's form of the setting; nil trusts nobody.
+func trustedProxies(ps config.Prefixes) []string {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -96,16 +111,23 @@ func New(d Deps) (*gin.Engine, error) {
 	e.RedirectFixedPath = false
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	// Client IPs come from the socket; trusting forwarding headers is a
-	// deployment decision this service does not make for the operator.
-	_ = e.SetTrustedProxies(nil)
+	// Client IPs come from the socket, unless it is a proxy the operator
+	// names (FOODSAFE_TRUSTED_PROXIES): then from its X-Forwarded-For,
+	// read from the right, the first address that is not a trusted proxy
+	// (what those proxies appended; anything left of it is the client's
+	// own say). Trusting forwarded headers is a deployment decision this
+	// service does not make for the operator.
+	e.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	if err := e.SetTrustedProxies(trustedProxies(d.Config.TrustedProxies)); err != nil {
+		return nil, fmt.Errorf("FOODSAFE_TRUSTED_PROXIES: %w", err)
+	}
 
 	// Order matters: the instrumentation, the access log and the audit
 	// trail wrap the recoverer so they see the 500 a panic becomes.
 	if a.metrics != nil {
 		e.Use(a.instrument)
 	}
-	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer)
+	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.refuseAmbiguousFraming)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)
 	})

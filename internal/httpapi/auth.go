@@ -6,6 +6,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/metrics"
+	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
 const (
@@ -29,6 +30,12 @@ func (a *API) authenticate(c *gin.Context) {
 	if err != nil {
 		a.metrics.Authentication(r.credential, metrics.AuthError)
 		a.fail(c, err)
+		return
+	}
+	if r.spent != nil {
+		// The client's address has no request left: refused before its
+		// credential costs a database round trip.
+		a.refuseSpent(c, metrics.BucketIP, *r.spent)
 		return
 	}
 	if r.principal == nil {
@@ -62,6 +69,9 @@ type resolution struct {
 	reason     auth.Reason
 	publicID   string
 	credential metrics.Credential
+	// spent is set when the credential was not looked up: it is not in
+	// memory, and the client IP's budget is spent.
+	spent *ratelimit.Result
 }
 
 // resolve maps the Authorization header to a principal, or to the reason
@@ -86,6 +96,9 @@ func (a *API) resolve(c *gin.Context) (resolution, error) {
 	}
 	if cred.Prefix == auth.TokenPrefix {
 		r := resolution{credential: metrics.CredentialSession}
+		if r.spent = a.spentIP(c); r.spent != nil {
+			return r, nil
+		}
 		s, err := a.store.SessionForAuth(c.Request.Context(), cred.PublicID)
 		if err != nil {
 			return r, err
@@ -100,6 +113,11 @@ func (a *API) resolve(c *gin.Context) (resolution, error) {
 		return r, nil
 	}
 	r := resolution{credential: metrics.CredentialKey, publicID: cred.PublicID}
+	if !a.store.KeyInMemory(cred.PublicID) {
+		if r.spent = a.spentIP(c); r.spent != nil {
+			return r, nil
+		}
+	}
 	k, err := a.store.KeyForAuth(c.Request.Context(), cred.PublicID)
 	if err != nil {
 		return r, err

@@ -431,6 +431,7 @@ func (a *API) fileGet(c *gin.Context) error {
 		h.Set("Content-Range", "bytes */"+strconv.FormatInt(st.Size(), 10))
 		return errRangeNotSatisfiable
 	}
+	coalesceRanges(c.Request, st.Size(), vals[0])
 	http.ServeContent(&problemWriter{ResponseWriter: c.Writer, a: a, c: c}, c.Request, "", st.ModTime(), f)
 	return nil
 }

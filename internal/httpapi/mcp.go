@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
 
@@ -78,28 +79,47 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 // JSON-RPC, a wrong Accept header, an unsupported protocol version, a body
 // over the limit) are problem documents like every other failure; JSON-RPC
 // errors and tool results are the SDK's answers.
-func (a *API) mcpServe(c *gin.Context) error {
+func (a *API) mcpServe(c *gin.Context) (err error) {
+	defer func() {
+		if err != nil && c.GetString(ctxAuditOutcome) == "" {
+			// Refused before the SDK read a method: the row says why.
+			c.Set(ctxAuditOutcome, mcpRefusal(err))
+		}
+	}()
 	if err := jsonContentType(c); err != nil {
 		return err
 	}
-	if err := a.refuseBatch(c); err != nil {
-		c.Set(ctxAuditOutcome, "batch refused")
+	// The body is read here, once, and checked before the SDK builds any
+	// value from it: a batch, or a shape no MCP message has (validate.Bounds:
+	// a _meta of a million numbers, thousands of unknown members), is
+	// refused at the cost of its bytes.
+	body, err := a.readBody(c)
+	if err != nil {
 		return err
 	}
+	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
+		c.Set(ctxAuditOutcome, "batch refused")
+		return errBatch
+	}
+	if err := validate.Bounds(body); err != nil {
+		return err
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
 	p := principal(c)
 	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
-	body := &keptBody{ReadCloser: c.Request.Body, limit: a.cfg.MaxBodyBytes}
-	c.Request.Body = body
 	w := &sdkWriter{ResponseWriter: c.Writer}
 	a.mcpHandler.ServeHTTP(w, c.Request)
 	if w.failed != 0 {
-		if res, ok := methodNotFound(w.failed, w.text.String(), body.kept.Bytes(), call); ok {
+		if res, ok := methodNotFound(w.failed, w.text.String(), body, call); ok {
 			w.failed = 0
 			c.Data(http.StatusOK, "application/json", res)
 		}
 	}
 	outcome, restaurant := call.outcome()
+	if outcome == "" && w.refused != 0 {
+		outcome = rpcRefusal(w.text.Bytes())
+	}
 	c.Set(ctxAuditOutcome, outcome)
 	c.Set(ctxLogMCP, outcome)
 	c.Set(ctxAuditRestaurant, restaurant)
@@ -112,6 +132,21 @@ func (a *API) mcpServe(c *gin.Context) error {
 	return nil
 }
 
+// mcpRefusal is the audit outcome of an MCP request refused before any
+// method ran: the problem type and its detail, cut short.
+func mcpRefusal(err error) string {
+	e, ok := apperr.As(err)
+	if !ok {
+		return "refused (" + string(apperr.Internal) + ")"
+	}
+	why := e.Detail
+	if len(e.Errors) > 0 {
+		// The violation says more than "the body is invalid".
+		why = strings.TrimPrefix(e.Errors[0].Pointer+" "+e.Errors[0].Detail, " ")
+	}
+	return storableText("refused ("+string(e.Code)+"): "+why, 160)
+}
+
 // errBatch refuses a JSON-RPC batch. Batches were removed from MCP in
 // protocol revision 2025-06-18, and the SDK still runs them for clients
 // announcing an older revision (or none): one POST could then carry
@@ -121,52 +156,6 @@ func (a *API) mcpServe(c *gin.Context) error {
 // budget unit, one audit row, one page of at most wire.MaxLimit records.
 var errBatch = apperr.New(apperr.Invalid,
 	"JSON-RPC batches (a JSON array) are not accepted at any protocol revision: send one JSON-RPC message per POST.")
-
-// refuseBatch answers errBatch when the body is a JSON array, looking no
-// further than its first non-blank byte, and leaves the body whole for
-// the SDK otherwise.
-func (a *API) refuseBatch(c *gin.Context) error {
-	body := bufio.NewReaderSize(c.Request.Body, 512)
-	blank := int64(0)
-	c.Request.Body = struct {
-		io.Reader
-		io.Closer
-	}{body, c.Request.Body}
-	for {
-		b, err := body.Peek(1)
-		if err != nil {
-			return nil // empty or unreadable: the SDK answers
-		}
-		switch b[0] {
-		case ' ', '\t', '\n', '\r':
-			if blank++; blank > a.cfg.MaxBodyBytes {
-				return apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
-			}
-			_, _ = body.Discard(1)
-		case '[':
-			return errBatch
-		default:
-			return nil
-		}
-	}
-}
-
-// keptBody keeps what the SDK reads of a request body (at most limit
-// bytes, the SDK's own limit), so that a refusal of it can be answered
-// with the request's id (methodNotFound).
-type keptBody struct {
-	io.ReadCloser
-	limit int64
-	kept  bytes.Buffer
-}
-
-func (b *keptBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if room := b.limit - int64(b.kept.Len()); room > 0 {
-		b.kept.Write(p[:min(int64(n), room)])
-	}
-	return n, err
-}
 
 // methodNotFound is the JSON-RPC answer to a call of a method no MCP
 // server has: "method not found" (-32601) with the call's id, what MCP
@@ -202,6 +191,9 @@ type sdkWriter struct {
 	gin.ResponseWriter
 	failed int
 	text   bytes.Buffer
+	// refused is the status of a JSON-RPC error answered with a 4xx
+	// (protocol 2026-07-28), whose start is kept in text for the audit.
+	refused int
 }
 
 func (w *sdkWriter) WriteHeader(code int) {
@@ -212,17 +204,37 @@ func (w *sdkWriter) WriteHeader(code int) {
 		h.Del("X-Content-Type-Options")
 		return
 	}
+	if code >= 400 {
+		w.refused = code
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *sdkWriter) Write(b []byte) (int, error) {
-	if w.failed != 0 {
-		if w.text.Len() < 1024 {
-			w.text.Write(b)
+	if w.failed != 0 || w.refused != 0 {
+		if room := 1024 - w.text.Len(); room > 0 {
+			w.text.Write(b[:min(room, len(b))])
 		}
+	}
+	if w.failed != 0 {
 		return len(b), nil
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// rpcRefusal is the audit outcome of a JSON-RPC error the SDK answered
+// before any method ran (a header that does not match the body, an
+// unknown revision's call): its message, cut short.
+func rpcRefusal(body []byte) string {
+	var res struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &res) != nil || res.Error == nil {
+		return "refused (protocol error)"
+	}
+	return storableText("refused (protocol error): "+res.Error.Message, 160)
 }
 
 // Unwrap lets the SDK reach the connection (http.ResponseController).

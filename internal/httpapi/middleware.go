@@ -20,6 +20,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
+	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/redact"
 )
@@ -56,6 +57,7 @@ func withRequestID(c *gin.Context) {
 	}
 	c.Set(ctxRequestID, id)
 	c.Header(HeaderRequestID, id)
+	trackBody(c)
 	if t := traceID(c.Request.Header); t != "" {
 		// In the request's context, which travels where the gin context
 		// does not (an MCP tool runs inside the SDK).
@@ -246,7 +248,9 @@ func queryErrorText(err error) string {
 
 // auditTrail records every request except successful health probes (spec
 // 4.1), after the response status is known. It runs outside the recoverer
-// so panics are recorded as the 500s they became.
+// so panics are recorded as the 500s they became. A request that reached
+// no key's data (byShape) is counted by its shape rather than recorded:
+// a flood from one client is a few rows a minute, not one per request.
 func (a *API) auditTrail(c *gin.Context) {
 	c.Next()
 	route := routeOf(c)
@@ -254,7 +258,21 @@ func (a *API) auditTrail(c *gin.Context) {
 	if strings.HasPrefix(route, "/health/") && status < 400 {
 		return
 	}
-	e := audit.Event{
+	var ip netip.Addr
+	if addr, err := netip.ParseAddr(c.ClientIP()); err == nil {
+		ip = addr
+	}
+	outcome := c.GetString(ctxAuditOutcome)
+	if byShape(c, route, status) {
+		key := c.GetString(ctxLogKeyID)
+		if outcome == string(auth.ReasonUnknown) {
+			key = "" // an id that names no key: one shape per guess otherwise
+		}
+		a.audit.Count(audit.Shape{Minute: a.now(), ClientIP: ip, Method: c.Request.Method, Route: route,
+			Status: status, Outcome: outcome, KeyPublicID: key})
+		return
+	}
+	a.audit.Record(audit.Event{
 		At:           a.now(),
 		Method:       c.Request.Method,
 		Route:        route,
@@ -262,12 +280,24 @@ func (a *API) auditTrail(c *gin.Context) {
 		RequestID:    requestID(c),
 		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),
 		KeyPublicID:  c.GetString(ctxLogKeyID),
-		Outcome:      c.GetString(ctxAuditOutcome),
+		Outcome:      outcome,
+		ClientIP:     ip,
+	})
+}
+
+// byShape says whether a request is audited by its shape (audit.Writer's
+// Count): every 429, and every request no key was authenticated for
+// (refused credentials, unmatched paths, the documentation, health
+// failures), except a download a signed URL allowed, which reads a
+// restaurant's file and is recorded with it.
+func byShape(c *gin.Context, route string, status int) bool {
+	if status == http.StatusTooManyRequests {
+		return true
 	}
-	if ip, err := netip.ParseAddr(c.ClientIP()); err == nil {
-		e.ClientIP = ip
+	if _, authenticated := c.Get(ctxPrincipal); authenticated {
+		return false
 	}
-	a.audit.Record(e)
+	return !(strings.HasPrefix(route, "/v1/files/") && status < 400)
 }
 
 // storableText makes client-controlled text fit a text column: valid UTF-8

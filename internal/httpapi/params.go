@@ -80,10 +80,31 @@ func (a *API) readJSON(c *gin.Context) ([]byte, error) {
 	if err := jsonContentType(c); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.MaxBodyBytes))
+	return a.readBody(c)
+}
+
+// readBody reads a request body of at most FOODSAFE_MAX_BODY_BYTES: one
+// allocation of the declared length when there is one (none at all when
+// it is over the limit: 413 at once), or a growing buffer for a chunked
+// body, cut at the limit.
+func (a *API) readBody(c *gin.Context) ([]byte, error) {
+	tooLarge := apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+	n := c.Request.ContentLength
+	if n > a.cfg.MaxBodyBytes {
+		return nil, tooLarge
+	}
+	r := http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.MaxBodyBytes)
+	var body []byte
+	var err error
+	if n > 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(r, body)
+	} else {
+		body, err = io.ReadAll(r)
+	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return nil, apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+		return nil, tooLarge
 	}
 	if err != nil {
 		return nil, apperr.New(apperr.Invalid, "The body could not be read.").WithCause(err)

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -173,6 +171,7 @@ func (a *API) fail(c *gin.Context, err error) {
 		c.AbortWithStatus(statusClientClosedRequest)
 		return
 	}
+	closeUnread(c)
 	p := a.problemFor(c, err)
 	if p.Status == http.StatusServiceUnavailable {
 		// A first delay for clients backing off (spec 7: exponential
@@ -223,36 +222,4 @@ func baseURL(configured string, tls bool, local net.Addr) string {
 		host = local.String()
 	}
 	return scheme + "://" + host
-}
-
-// CannedProblems renders, as problem documents, the answers net/http gives
-// by itself to requests it cannot parse (431 for a header section over the
-// limit, 400 for a malformed request line or header or a missing Host, 501
-// for an unknown transfer coding, 505 for an HTTP version other than 1.x):
-// spec 7 wants every failure to be one.
-// The request was never read, so instance is empty and the request id is
-// generated.
-func CannedProblems(configuredBaseURL string) func(status int, text string, local net.Addr) (string, []byte) {
-	return func(status int, text string, _ net.Addr) (string, []byte) {
-		kind := apperr.KindOfStatus(status)
-		detail := "The request could not be parsed."
-		switch _, reason, ok := strings.Cut(text, ": "); {
-		case status == http.StatusRequestHeaderFieldsTooLarge:
-			detail = "The request line and headers together exceed the limit of 64 KiB."
-		case status == http.StatusNotImplemented:
-			detail = "The request uses a transfer coding this service does not support."
-		case status == http.StatusHTTPVersionNotSupported:
-			detail = "The request line names an HTTP version this service does not speak; use HTTP/1.1 (or HTTP/2)."
-		case ok:
-			detail = "The request could not be parsed: " + reason + "."
-		}
-		body, _ := json.Marshal(Problem{
-			Type:      problemType(configuredBaseURL, kind.Code),
-			Title:     kind.Title,
-			Status:    status,
-			Detail:    detail,
-			RequestID: rand.Text(),
-		})
-		return "application/problem+json", body
-	}
 }

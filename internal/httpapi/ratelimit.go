@@ -24,15 +24,31 @@ func (a *API) limitOpen(c *gin.Context) {
 // reports whether to go on.
 func (a *API) limitBy(c *gin.Context, bucket metrics.Bucket, id string) bool {
 	res := a.limiter.Take(c.Request.Context(), string(bucket)+":"+id)
-	setRateHeaders(c, res, a.now())
 	if !res.Reached {
+		setRateHeaders(c, res, a.now())
 		return true
 	}
+	a.refuseSpent(c, bucket, res)
+	return false
+}
+
+// spentIP peeks at the client IP's budget before work that a refusal
+// would waste (a key lookup): the state of a spent budget, nil while a
+// request is left. Nothing is counted.
+func (a *API) spentIP(c *gin.Context) *ratelimit.Result {
+	if res := a.limiter.Spent(c.Request.Context(), string(metrics.BucketIP)+":"+c.ClientIP()); res.Reached {
+		return &res
+	}
+	return nil
+}
+
+// refuseSpent answers 429 for a spent budget, with Retry-After.
+func (a *API) refuseSpent(c *gin.Context, bucket metrics.Bucket, res ratelimit.Result) {
+	setRateHeaders(c, res, a.now())
 	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
 	c.Set(ctxAuditOutcome, "rate-limited")
 	a.metrics.RateLimited(bucket)
 	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
-	return false
 }
 
 // setRateHeaders writes the budget. X-RateLimit-Reset is in seconds until

@@ -70,7 +70,7 @@ func (a *API) routes() []route {
 			OK:          jsonBody("HealthStatus"), Errors: []int{503}}},
 		{Method: "GET", Path: "/health/version", Access: accessHealth, Handler: a.healthVersion, Doc: openapi.Op{
 			ID: "getVersion", Tag: "Health", Summary: "What is running",
-			Description: "Service version, commit, Go version and the database's schema version.", OK: jsonBody("VersionReport")}},
+			Description: "Service version, commit, Go version and the database's schema version (read at most every 5 seconds).", OK: jsonBody("VersionReport")}},
 
 		{Method: "GET", Path: "/v1/openapi.json", Access: accessDocs, Handler: a.openAPIDocument, Doc: openapi.Op{
 			ID: "getOpenAPIDocument", Tag: "Documentation", Summary: "This OpenAPI document",
@@ -251,7 +251,8 @@ func fileDoc(id, summary string) openapi.Op {
 	return openapi.Op{ID: id, Tag: "Files", Summary: summary,
 		Description: "The URL's signature is its authorisation; changing any character or using it after `expires` is a 403 " +
 			"`download-url-expired` problem: list the files again for a fresh URL. " +
-			"Supports Range (206) and conditional requests (304, 412). Limited per client IP. " +
+			"Supports Range (206) and conditional requests (304, 412); several ranges are coalesced, and a Range whose answer " +
+			"would be larger than the file is answered with the whole file (200). Limited per client IP. " +
 			"Deployments that keep files in object storage hand out the store's presigned URLs instead; there this route answers 404.",
 		Query: []string{"type", "expires", "signature"},
 		OK:    openapi.Response{Media: "*/*", Headers: []string{"ETag"}}, Extra: []int{206, 304},

@@ -17,10 +17,14 @@ const (
 	// for a retry (the database refused its data, or the retry would not
 	// fit the buffer).
 	AuditBatchFailed AuditDrop = "batch-failed"
+	// AuditShapesFull: a request audited by shape found the shapes held
+	// between two flushes at their limit, its own not among them.
+	AuditShapesFull AuditDrop = "shapes-full"
 )
 
 type auditFamilies struct {
 	written  prometheus.Counter
+	counted  prometheus.Counter
 	dropped  map[AuditDrop]prometheus.Counter
 	failures prometheus.Counter
 	batch    prometheus.Histogram
@@ -33,12 +37,16 @@ func (f *auditFamilies) init(reg *prometheus.Registry) {
 	}))
 	dropped := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "audit", Name: "events_dropped_total",
-		Help: "Audit events lost, by reason (buffer-full, batch-failed).",
+		Help: "Audit events lost, by reason (buffer-full, batch-failed, shapes-full); requests audited by shape count one each.",
 	}, []string{"reason"}))
 	f.dropped = map[AuditDrop]prometheus.Counter{}
-	for _, r := range []AuditDrop{AuditBufferFull, AuditBatchFailed} {
+	for _, r := range []AuditDrop{AuditBufferFull, AuditBatchFailed, AuditShapesFull} {
 		f.dropped[r] = dropped.WithLabelValues(string(r))
 	}
+	f.counted = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "audit", Name: "requests_counted_total",
+		Help: "Requests audited by shape, written to audit_counts (a row per minute and shape, whatever the number of requests).",
+	}))
 	f.failures = register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "audit", Name: "batch_failures_total",
 		Help: "Audit batches the database did not accept (kept for a retry or dropped).",
@@ -62,6 +70,14 @@ func (m *Metrics) AuditBatch(n int, d time.Duration, err error) {
 		return
 	}
 	m.audit.written.Add(float64(n))
+}
+
+// AuditCounted records n requests audited by shape, written.
+func (m *Metrics) AuditCounted(n int) {
+	if m == nil {
+		return
+	}
+	m.audit.counted.Add(float64(n))
 }
 
 // AuditDropped records n events lost for reason r.

@@ -116,6 +116,30 @@ func (l *Limiter) Take(ctx context.Context, bucket string) Result {
 	return result(c)
 }
 
+// Spent reports whether bucket has no request left in its window,
+// without counting one: the check before work a refusal would waste
+// (a key lookup in the database).
+func (l *Limiter) Spent(ctx context.Context, bucket string) Result {
+	if st := l.sharedStore(ctx); st != nil {
+		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		c, err := st.Peek(rctx, bucket, l.rate)
+		cancel()
+		if err == nil {
+			return spent(c)
+		}
+		l.markDown(err)
+	}
+	c, _ := l.local.Peek(ctx, bucket, l.rate)
+	return spent(c)
+}
+
+// spent is a peeked bucket's state, Reached when no request is left.
+func spent(c limiter.Context) Result {
+	r := result(c)
+	r.Reached = r.Remaining <= 0
+	return r
+}
+
 // sharedStore returns the Redis store, creating it on first use (its
 // constructor needs Redis up), or nil while Redis is unconfigured or
 // cooling down after a failure.

@@ -2,8 +2,11 @@ package ratelimit
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -54,5 +57,40 @@ func TestRedisClientLogsThroughSlog(t *testing.T) {
 		if m["component"] != "redis" {
 			t.Fatalf("line without component=redis: %q", line)
 		}
+	}
+}
+
+// Spent tells a bucket with nothing left from one with a request left,
+// without counting: peeking never spends the budget. In memory, and in
+// Redis when one answers (TEST_REDIS_URL, default 127.0.0.1:6379).
+func TestSpentCountsNothing(t *testing.T) {
+	redisURL := os.Getenv("TEST_REDIS_URL")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	for _, url := range []string{"", redisURL} {
+		l, err := New(3, url, "spent-test-"+rand.Text(), slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for range 10 {
+			if r := l.Spent(ctx, "b"); r.Reached || r.Remaining != 3 {
+				t.Fatalf("redis %q: a fresh bucket is not spent, and peeking counts nothing: %+v", url, r)
+			}
+		}
+		for i := range 3 {
+			if r := l.Spent(ctx, "b"); r.Reached {
+				t.Fatalf("redis %q: spent after %d of 3", url, i)
+			}
+			l.Take(ctx, "b")
+		}
+		if r := l.Spent(ctx, "b"); !r.Reached || r.Remaining != 0 {
+			t.Fatalf("redis %q: 3 of 3 taken is spent: %+v", url, r)
+		}
+		if url != "" && l.Backend() != "redis" {
+			t.Fatalf("the Redis at %s did not answer; the test needs one", url)
+		}
+		_ = l.Close()
 	}
 }

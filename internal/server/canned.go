@@ -3,94 +3,79 @@ package server
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 )
 
-// CannedRenderer turns one of the answers net/http writes by itself, before
-// any handler runs, into a body and content type of ours. status and text
-// are what net/http would have said; local is the connection's address
-// (the request, and so its Host, could not be read).
-type CannedRenderer func(status int, text string, local net.Addr) (contentType string, body []byte)
-
-// net/http answers requests it cannot parse (a header section over
-// MaxHeaderBytes, a malformed request line or header, a missing Host, an
-// unsupported transfer coding) itself, in text/plain, with this header
-// section right after the status line. A response of a handler can never
-// look like that: net/http writes its headers sorted, so Connection always
-// comes before Content-Type, and always with a Date.
-const cannedHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
-
-// cannedListener wraps every connection so those canned answers are
-// replaced with the renderer's (for us: problem documents, spec 7).
-type cannedListener struct {
-	net.Listener
-	render CannedRenderer
+// Canned is an answer the service gives without any handler: one net/http
+// writes by itself to a request it could not read (status and text are
+// what net/http would have said), or the refusal of a connection over
+// the cap (Overloaded).
+type Canned struct {
+	Status int
+	// Text is net/http's reason ("missing required Host header"), when
+	// it gave one.
+	Text string
+	// Head is what the connection read of the request.
+	Head RequestHead
+	// Overloaded: the connection was refused unread, the server holding
+	// its most connections (Options.MaxConns).
+	Overloaded    bool
+	Local, Remote net.Addr
 }
 
-func (l cannedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &cannedConn{Conn: c, render: l.render}, nil
+// Answer is a canned answer in the service's terms: its headers (the
+// server adds Content-Length and Connection: close) and body.
+type Answer struct {
+	Header http.Header
+	Body   []byte
 }
 
-type cannedConn struct {
-	net.Conn
-	render CannedRenderer
-}
+// CannedRenderer renders a Canned answer (for us: a problem document,
+// spec 7, under a request id, with a log line).
+type CannedRenderer func(Canned) Answer
 
-// Write passes every write through, except one canned answer, which it
-// replaces whole (net/http writes each in a single call, then closes).
-func (c *cannedConn) Write(p []byte) (int, error) {
-	status, text, ok := parseCanned(p)
-	if !ok {
-		return c.Conn.Write(p)
-	}
-	ct, body := c.render(status, text, c.LocalAddr())
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
-		status, http.StatusText(status), ct, len(body))
-	b.Write(body)
-	if _, err := c.Conn.Write(b.Bytes()); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// ReadFrom keeps the kernel's sendfile path for file downloads (net/http
-// uses it when the connection offers it); canned answers never come this way.
-func (c *cannedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
-
-// CloseWrite keeps the half-close net/http does before hanging up on a
-// client that is still sending.
-func (c *cannedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
-// parseCanned recognises a canned answer and returns its status and the
-// text net/http gave as its body.
+// parseCanned recognises an answer net/http wrote between handlers and
+// returns its status and the text it gave as its body (after ": " in the
+// status line, or the body itself). Anything else is not one of its
+// answers, and is left alone.
 func parseCanned(p []byte) (int, string, bool) {
-	if !bytes.HasPrefix(p, []byte("HTTP/1.1 ")) {
+	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1."))
+	if !ok || len(rest) < 6 || (rest[0] != '0' && rest[0] != '1') || rest[1] != ' ' {
 		return 0, "", false
 	}
-	eol := bytes.Index(p, []byte("\r\n"))
-	if eol < 0 || !bytes.HasPrefix(p[eol:], []byte(cannedHeaders)) {
-		return 0, "", false
-	}
-	line := p[len("HTTP/1.1 "):eol]
-	if len(line) < 3 {
-		return 0, "", false
-	}
-	status, err := strconv.Atoi(string(line[:3]))
+	status, err := strconv.Atoi(string(rest[2:5]))
 	if err != nil || status < 400 || status > 599 {
 		return 0, "", false
 	}
-	return status, string(p[eol+len(cannedHeaders):]), true
+	line, _, _ := bytes.Cut(rest, []byte("\r\n"))
+	text := ""
+	if _, reason, ok := bytes.Cut(line[5:], []byte(": ")); ok {
+		text = string(reason)
+	}
+	return status, text, true
+}
+
+// cannedResponse writes an answer as an HTTP/1.1 response that closes the
+// connection (net/http closes it after its own answers anyway).
+func cannedResponse(status int, a Answer) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	names := make([]string, 0, len(a.Header))
+	for k := range a.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, v := range a.Header[k] {
+			if !bytes.ContainsAny([]byte(v), "\r\n") {
+				fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+			}
+		}
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\nConnection: close\r\n\r\n", len(a.Body))
+	b.Write(a.Body)
+	return b.Bytes()
 }

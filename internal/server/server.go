@@ -1,5 +1,7 @@
-// Package server runs an http.Handler with production timeouts and a
-// bounded graceful shutdown.
+// Package server runs an http.Handler with production timeouts, a cap on
+// open connections, net/http's own refusals answered in the service's
+// terms (told apart from a handler's writes by when they happen, conn.go)
+// and a bounded graceful shutdown.
 package server
 
 import (
@@ -12,7 +14,7 @@ import (
 	"time"
 )
 
-// Options are the timeouts of the HTTP server.
+// Options are the timeouts and limits of the HTTP server.
 type Options struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -21,8 +23,12 @@ type Options struct {
 	// ShutdownTimeout bounds the drain of in-flight requests.
 	ShutdownTimeout time.Duration
 	// Canned, when set, replaces the plain-text answers net/http writes
-	// itself to requests it cannot parse (see cannedListener).
+	// itself to requests it cannot parse (see conn), and answers the
+	// connections refused over MaxConns.
 	Canned CannedRenderer
+	// MaxConns caps the connections open at once; beyond it a new one is
+	// answered 503 (Canned) and closed. 0: no cap.
+	MaxConns int
 }
 
 // Serve answers on ln until ctx is cancelled, then stops accepting, lets
@@ -31,7 +37,7 @@ type Options struct {
 // own resources after it returns, when no handler can still use them.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log *slog.Logger) error {
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           outermost(h),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -39,10 +45,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       connContext,
+		ConnState:         connState,
 	}
-	if o.Canned != nil {
-		ln = cannedListener{Listener: ln, render: o.Canned}
-	}
+	ln = &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())
@@ -64,4 +70,28 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		return serr
 	}
 	return err
+}
+
+// outermost is the handler net/http calls: it closes the connection's
+// window for net/http's own answers (conn) before h runs, and marks a
+// request whose framing is ambiguous (AmbiguousFraming).
+func outermost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if head := enter(r); head.ContentLength && head.TransferEncoding {
+			r = r.WithContext(context.WithValue(r.Context(), ambiguousKey{}, true))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type ambiguousKey struct{}
+
+// AmbiguousFraming reports a request that carried both Content-Length and
+// Transfer-Encoding. net/http reads it by Transfer-Encoding and drops
+// Content-Length; RFC 9112 6.3 calls such a message a possible smuggling
+// attempt, to be handled as an error, the connection closed after the
+// answer. Only requests served through Serve are ever marked.
+func AmbiguousFraming(r *http.Request) bool {
+	v, _ := r.Context().Value(ambiguousKey{}).(bool)
+	return v
 }

@@ -30,9 +30,13 @@ func (k KeyInfo) State(now time.Time) string {
 }
 
 // KeyForAuth loads a key and its grants by public id, or nil when no key
-// has that id. Answered from the key cache when it is on (keycache.go);
-// the record returned is shared and must not be modified.
+// has that id. Answered from the key cache when it is on (keycache.go),
+// and for an id found unknown shortly before, from unknownkeys.go; the
+// record returned is shared and must not be modified.
 func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
+	if s.unknown.has(publicID, time.Now()) {
+		return nil, nil
+	}
 	rec, gen, cached := s.keys.get(publicID, time.Now())
 	switch {
 	case rec != nil:
@@ -45,6 +49,9 @@ func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecor
 	}
 	r, err := s.q.KeyAuthLookup(ctx, publicID)
 	if ok, err := found(err); !ok {
+		if err == nil {
+			s.unknown.add(publicID, time.Now())
+		}
 		return nil, err
 	}
 	rec = &auth.KeyRecord{

@@ -23,6 +23,8 @@ type Store struct {
 	citus atomic.Int32
 	// keys caches key lookups while StartKeyCache's listener runs.
 	keys keyCache
+	// unknown remembers public ids that named no key (unknownkeys.go).
+	unknown unknownKeys
 }
 
 // PlannerSettings are set on every connection the service opens (as
@@ -42,7 +44,13 @@ type Store struct {
 // 1,000,000 rows, analyzed or not). Statements with no usable index (the
 // admin listings) still run, as the sequential scans they are. Ad-hoc
 // sessions of DBAs are unaffected.
-var PlannerSettings = map[string]string{"enable_seqscan": "off", "enable_bitmapscan": "off"}
+//
+// jit is off too: with both scans off, a statement that must scan (the
+// schema version, the admin listings) is costed at 1e10 and above, past
+// every JIT threshold, and PostgreSQL would compile it with inlining on
+// every call (about 130 ms of JIT for a one-row table); no statement of
+// the service reads enough rows for JIT to pay.
+var PlannerSettings = map[string]string{"enable_seqscan": "off", "enable_bitmapscan": "off", "jit": "off"}
 
 // Open creates a pool for url. The pool connects lazily, so a database that
 // is down at start-up surfaces through /health/ready rather than a crash.

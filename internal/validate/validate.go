@@ -117,7 +117,12 @@ func (s *Set) Has(name string) bool {
 // stored is the body's own text (RawMember). Replays are compared on
 // wire.CanonicalJSON, where 1.50 and 1.5 are the same value.
 // Every violation is reported with the JSON Pointer of the offending value.
+// A body beyond the bounds of every schema (Bounds) is refused before any
+// value is built.
 func Decode(body []byte) (map[string]any, error) {
+	if err := Bounds(body); err != nil {
+		return nil, err
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return nil, apperr.New(apperr.Invalid, "The body is not valid JSON: %s.", jsonErrorText(err))
@@ -144,7 +149,7 @@ func Decode(body []byte) (map[string]any, error) {
 // member names and says where. It also checks each number's range.
 func strictScan(body []byte) []apperr.FieldError {
 	var errs []apperr.FieldError
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	d := jsontext.NewDecoder(bytes.NewBuffer(body))
 	for {
 		tok, err := d.ReadToken()
 		if err != nil {
@@ -404,7 +409,7 @@ func Invalid(errs []apperr.FieldError) *apperr.Error {
 // keep their order); nil when the body has no such member. Ingest stores
 // a record's data this way, so that it reads back as the client wrote it.
 func RawMember(body []byte, name string) (json.RawMessage, error) {
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	d := jsontext.NewDecoder(bytes.NewBuffer(body))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.New("validate: the body is not a JSON object")
 	}

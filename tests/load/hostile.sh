@@ -2,21 +2,27 @@
 # make load-hostile: hostile clients against one serve, on loopback,
 # bounded in time. On a fresh database (foodsafe_load_hostile, dropped
 # before and after) it loads the demo restaurant, creates UPLOAD_KEYS keys
-# holding cleaning-task-pictures:write, starts bin/foodsafe serve with a
-# short FOODSAFE_UPLOAD_IDLE_TIMEOUT, and runs tests/load/hostile
-# (bin/load-hostile): UPLOADS chunked uploads that send 5 bytes and stall,
-# spread over the upload keys, and BATCHES MCP JSON-RPC batches of CALLS
-# walk_records calls without MCP-Protocol-Version from the demo read key,
-# all at once, while it samples serve's RSS (/proc/PID/status) and times
-# GET /health/live every 100 ms. It checks the peak RSS (< 300 MB), every
-# health answer (< 50 ms, 200), that each upload is answered 429/503 with
-# Retry-After or cut by the idle timeout (400), each batch 400, and that
-# the rate limiter counted every request of every key. Then it stops
-# serve with SIGTERM (which flushes the audit trail) and checks that the
-# audit trail holds one row per request sent. Exits 1 when a check fails.
+# holding cleaning-task-pictures:write, a key for the MCP batches and a
+# writer key (drive-files and areas), starts bin/foodsafe serve with a
+# short FOODSAFE_UPLOAD_IDLE_TIMEOUT and its other defaults, and runs
+# tests/load/hostile (bin/load-hostile): one attack after another, each
+# measured alike (serve's peak RSS, GET /health/live every 100 ms, the
+# database round trips serve made): stalled uploads and MCP batches;
+# a download of blocks that look like net/http's own answers and 299 byte
+# ranges; a /health/version flood beside a partner's reads; 60 hostile
+# 1 MiB JSON bodies; 50 slow bodies with an unknown key; 400 random keys
+# from an address over its budget; Content-Length with Transfer-Encoding
+# and a key sent as an MCP tool name; an idle connection. It checks each
+# attack's bounds (see the driver), then stops serve with SIGTERM (which
+# flushes the audit trail) and checks the audit trail: every request of
+# the uploads phase's keys recorded (one row each, or counted by shape),
+# the random keys at most 60 rows, and the key's secret in no row. Exits 1
+# when a check fails.
 #
 # Usage: make load-hostile [UPLOADS=250] [BATCHES=4] [CALLS=1000] [UPLOAD_KEYS=10]
 #        [IDLE=5s] [ADDR=127.0.0.1:30100] [OPS_ADDR=127.0.0.1:30101]
+#        [HOSTILE_DB=foodsafe_load_hostile] (BIN=path: another build of foodsafe, same driver)
+#        [ONLY=word: only the attacks whose name holds it, no audit checks] [FLOOD_PATH=/health/version]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin/foodsafe}
@@ -36,7 +42,7 @@ case "$ADDR $OPS_ADDR" in
 esac
 
 ADMIN_URL=${LOAD_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-DB=foodsafe_load_hostile
+DB=${HOSTILE_DB:-foodsafe_load_hostile}
 export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/$DB?sslmode=disable
 work=$(mktemp -d)
 serve_pid=
@@ -57,6 +63,8 @@ MCP_KEY=$(cat "$work/demo-key")
 for i in $(seq 1 "$UPLOAD_KEYS"); do
   setup "$BIN" keys create --name "load-hostile uploads $i" --grant demo-bistro=cleaning-task-pictures:write
 done >"$work/upload-keys"
+BATCH_KEY=$(setup "$BIN" keys create --name "load-hostile batches" --grant demo-bistro=temperature-records:read)
+WRITER_KEY=$(setup "$BIN" keys create --name "load-hostile writer" --grant demo-bistro=drive-files:write,drive-files:read,areas:write)
 
 FOODSAFE_ADDR=$ADDR FOODSAFE_METRICS_ADDR=$OPS_ADDR FOODSAFE_LOG_LEVEL=warn FOODSAFE_UPLOAD_IDLE_TIMEOUT=$IDLE \
   FOODSAFE_MAINTENANCE_INTERVAL=0 "$BIN" serve 2>"$work/serve.log" &
@@ -66,26 +74,51 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" || { echo "serve did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
-since=$(psql "$DATABASE_URL" -Atc "SELECT now()")
 
 status=0
-timeout 90 "$DRIVER" -api "http://$ADDR" -ops "http://$OPS_ADDR" -pid "$serve_pid" -mcp-key "$MCP_KEY" \
-  -upload-keys "$work/upload-keys" \
+timeout 600 "$DRIVER" -api "http://$ADDR" -ops "http://$OPS_ADDR" -pid "$serve_pid" -mcp-key "$MCP_KEY" \
+  -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -upload-keys "$work/upload-keys" \
   -upload-path "/v1/ingest/restaurants/demo-bistro/collections/cleaning-task-pictures/records/picture-003/asset?objectKey=cleaning%2Fpicture-003.png" \
-  -batches "$BATCHES" -calls "$CALLS" -uploads "$UPLOADS" -deadline 60s | tee "$work/driver.out" || status=1
+  -batches "$BATCHES" -calls "$CALLS" -uploads "$UPLOADS" -deadline 120s -only "${ONLY:-}" \
+  -flood-path "${FLOOD_PATH:-/health/version}" | tee "$work/driver.out" || status=1
 sent=$(awk '$1 == "requests-sent" {print $2}' "$work/driver.out")
+keys=$(awk '$1 == "audit-keys" {print $2}' "$work/driver.out" | sed "s/[^a-z0-9,]//g; s/,/','/g")
 
 # SIGTERM: serve drains and flushes the audit buffer before it exits.
 kill -TERM "$serve_pid"
 timeout 30 tail --pid="$serve_pid" -f /dev/null || { echo "serve did not stop within 30s" >&2; status=1; }
 wait "$serve_pid" 2>/dev/null || true
 serve_pid=
-audited=$(psql "$DATABASE_URL" -Atc "SELECT count(*) FROM audit_events WHERE occurred_at >= '$since' AND route NOT LIKE '/health%'")
-ok=ok
-[ -n "$sent" ] && [ "$audited" -eq "$sent" ] || { ok=FAIL; status=1; }
-printf '%-44s %-34s %s\n' "audit rows / requests sent" "$audited / ${sent:-?}" "$ok"
-psql "$DATABASE_URL" -Atc "SELECT route || ' ' || status || coalesce(' ' || outcome, '') || ': ' || count(*) FROM audit_events
-  WHERE occurred_at >= '$since' AND route NOT LIKE '/health%' GROUP BY route, status, outcome ORDER BY 1" | sed 's/^/  audit: /'
+
+[ -z "${ONLY:-}" ] || exit "$status"
+q() { psql "$DATABASE_URL" -Atc "$1"; }
+counts=$(q "SELECT to_regclass('audit_counts') IS NOT NULL")
+printf '\n== audit trail (read after a graceful stop)\n'
+check() { # check GOOD TEXT
+  if [ "$1" = 1 ]; then printf '   ok   %s\n' "$2"; else printf '   FAIL %s\n' "$2"; status=1; fi
+}
+audited=$(q "SELECT count(*) FROM audit_events WHERE key_public_id IN ('$keys')")
+limited=0 flood_rows=0 secret_rows=0
+if [ "$counts" = t ]; then
+  limited=$(q "SELECT coalesce(sum(requests), 0) FROM audit_counts WHERE key_public_id IN ('$keys')")
+  flood_rows=$(q "SELECT count(*) FROM audit_counts WHERE route = '/v1/changes'")
+  secret_rows=$(q "SELECT count(*) FROM audit_counts WHERE strpos(route || outcome || key_public_id || method, '${WRITER_KEY#*.}') > 0")
+fi
+flood_rows=$((flood_rows + $(q "SELECT count(*) FROM audit_events WHERE route = '/v1/changes'")))
+secret_rows=$((secret_rows + $(q "SELECT count(*) FROM audit_events WHERE strpos(coalesce(outcome, '') || route || method || request_id ||
+  coalesce(restaurant_id, '') || coalesce(key_public_id, ''), '${WRITER_KEY#*.}') > 0")))
+[ -n "$sent" ] && [ $((audited + limited)) -eq "$sent" ] && good=1 || good=0
+check "$good" "uploads phase: $audited rows and $limited requests counted by shape for ${sent:-?} requests sent by its keys"
+[ "$flood_rows" -le 60 ] && good=1 || good=0
+check "$good" "random keys: $flood_rows audit rows for the address's budget and the 400 random keys (at most 60)"
+[ "$secret_rows" -eq 0 ] && good=1 || good=0
+check "$good" "a key sent as an MCP tool name and as a method: its secret in $secret_rows audit rows"
+q "SELECT route || ' ' || status || coalesce(' ' || outcome, '') || ': ' || count(*) FROM audit_events
+  GROUP BY route, status, outcome ORDER BY 1" | sed 's/^/     events: /'
+if [ "$counts" = t ]; then
+  q "SELECT route || ' ' || status || ' ' || outcome || ': ' || sum(requests) || ' requests in ' || count(*) || ' rows' FROM audit_counts
+    GROUP BY route, status, outcome ORDER BY 1" | sed 's/^/     counted: /'
+fi
 if grep -qiE 'panic|"level":"ERROR"' "$work/serve.log"; then
   echo "serve logged errors:" >&2; grep -iE 'panic|"level":"ERROR"' "$work/serve.log" | head -5 >&2; status=1
 fi

@@ -41,6 +41,24 @@ type AssetUpload struct {
 	MutationID string
 }
 
+// Requests audited by shape: refused before authentication, rate limited, unmatched, documentation, refused downloads. One row per minute, client IP, method, route, status, outcome and key, with the number of requests; servers add to it. Partitioned by day of minute (UTC): audit_counts_pYYYYMMDD, created and dropped with audit_events's partitions. Never holds secrets.
+type AuditCount struct {
+	// The minute (UTC) the requests ended in.
+	Minute time.Time
+	// The client address (behind FOODSAFE_TRUSTED_PROXIES, the one they forwarded); :: when none was known.
+	ClientIp netip.Addr
+	// GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS; other for any other method.
+	Method string
+	// Route template in the OpenAPI document's form, "(unmatched)" for unknown paths.
+	Route  string
+	Status int16
+	// Why the requests were refused (missing, malformed, unknown, revoked, expired, no-grants, rate-limited), empty otherwise.
+	Outcome string
+	// Public id of an existing key the requests presented (revoked, expired, without grants, or over its budget), empty otherwise: ids that name no key are not kept.
+	KeyPublicID string
+	Requests    int64
+}
+
 // Who called what: every request except successful health probes. Never holds secrets: keys appear by public id only. Partitioned by day of occurred_at (UTC): audit_events_pYYYYMMDD, created ahead by the maintenance job (and on demand by the writer); partitions older than FOODSAFE_AUDIT_RETENTION are dropped whole. audit_events_before_YYYYMMDD holds the rows written before partitioning.
 type AuditEvent struct {
 	ID         int64

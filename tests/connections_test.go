@@ -1,0 +1,121 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/config"
+)
+
+// Requests refused in middleware (an unknown key here) whose bodies are
+// still arriving are answered at once and their connections closed: 50
+// slow bodies (a declared length under net/http's 256 KiB read-ahead, one
+// over it, and chunked) are each refused within 3 s, while the server's
+// read timeout is an hour and no body ever completes.
+func TestSlowBodiesAreRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	addr, _ := servedApp(t, func(c *config.Config) { c.ReadTimeout = time.Hour })
+	path := "/v1/ingest/restaurants/r1/collections/areas/records/a1/mutations/m1"
+	framings := []string{"Content-Length: 100000", "Content-Length: 10000000", "Transfer-Encoding: chunked"}
+	type slow struct {
+		conn net.Conn
+		br   *bufio.Reader
+	}
+	var conns []slow
+	for i := range 50 {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		body := `{"id":"a1",`
+		if strings.HasPrefix(framings[i%3], "Transfer") {
+			body = fmt.Sprintf("%x\r\n%s\r\n", len(body), body)
+		}
+		_, err = fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer fsk_%016d.%s\r\n"+
+			"Content-Type: application/json\r\nIdempotency-Key: m1\r\n%s\r\n\r\n%s", path, i, strings.Repeat("s", 43), framings[i%3], body)
+		require.NoError(t, err)
+		conns = append(conns, slow{conn, bufio.NewReader(conn)})
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for i, s := range conns {
+		require.NoError(t, s.conn.SetReadDeadline(deadline))
+		res, err := http.ReadResponse(s.br, nil)
+		require.NoError(t, err, "connection %d (%s) is answered while its body is still arriving", i, framings[i%3])
+		var p problemDoc
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+		require.True(t, res.Close, "the answer says the connection closes")
+		_, err = s.br.ReadByte()
+		require.Error(t, err)
+		require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "connection %d (%s) is closed, not left open", i, framings[i%3])
+	}
+}
+
+// A request with both Content-Length and Transfer-Encoding is answered
+// 400 and its connection closed (RFC 9112 6.3): what follows on the
+// connection is never read as a request.
+func TestContentLengthWithTransferEncodingIsRefused(t *testing.T) {
+	t.Parallel()
+	addr, _ := servedApp(t)
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /v1/mobile/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"+
+		"X-Request-ID: smuggle\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.True(t, res.Close)
+	var p problemDoc
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+	require.Equal(t, "/problems/invalid-request", p.Type)
+	require.Contains(t, p.Detail, "both Content-Length and Transfer-Encoding")
+	require.Equal(t, "smuggle", p.RequestID)
+	_, err = http.ReadResponse(br, nil)
+	require.Error(t, err, "nothing more is answered on the connection")
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the connection is closed")
+}
+
+// The connection timeouts are the server's: a connection left idle after
+// a request is closed at FOODSAFE_IDLE_TIMEOUT, and one whose headers do
+// not arrive within FOODSAFE_READ_HEADER_TIMEOUT is cut, answered or not.
+func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	addr, _ := servedApp(t, func(c *config.Config) {
+		c.IdleTimeout, c.ReadHeaderTimeout, c.ReadTimeout = 300*time.Millisecond, 300*time.Millisecond, time.Hour
+	})
+	idle, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer idle.Close()
+	_, err = io.WriteString(idle, "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(idle)
+	res, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, idle.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed by the server")
+
+	slow, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer slow.Close()
+	_, err = io.WriteString(slow, "GET /health/live HTTP/1.1\r\nHost: x\r\n") // and never the blank line
+	require.NoError(t, err)
+	require.NoError(t, slow.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err = io.ReadAll(slow)
+	require.NoError(t, err, "the server closes the connection")
+}
