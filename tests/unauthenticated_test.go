@@ -15,10 +15,13 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
-// warmKey uses key until the server answers it from memory (the key
-// cache's listener goes live shortly after start).
+// warmKey uses key until the server answers it from memory. It first
+// waits, without requests, for the key cache's listener to go live
+// (shortly after start): each request spends the key's budget, which a
+// slow start must not exhaust.
 func (a *app) warmKey(key string) {
 	a.t.Helper()
+	waitUntil(a.t, "the key cache to go live", func() bool { return a.store().KeyCacheStats().Live })
 	waitUntil(a.t, "the key cache to hold the key", func() bool {
 		require.Equal(a.t, http.StatusOK, a.getAs(key, "/v1/restaurants").Status)
 		return a.store().KeyInMemory(publicID(a.t, key))
