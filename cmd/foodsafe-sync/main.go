@@ -286,9 +286,9 @@ func exportCmd(stdout io.Writer) *cobra.Command {
 		Long: `Write every typed relation of a mirror into DIR, one file per relation
 (typed_deliveries.parquet, ...), with the relation's columns and types, all
 read from one snapshot of the mirror. TARGET is a mirror foodsafe-sync made,
-as given to --to; it may be read while a sync runs. Parquet files are read by
-DuckDB, pandas/pyarrow and Spark. See docs/partners-sync.md, "Analysing the
-mirror".`,
+as given to --to; it may be read while a sync runs. The Parquet files use
+types DuckDB, pandas/pyarrow and Spark read natively. See
+docs/partners-sync.md, "Analysing the mirror".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || out == "" {

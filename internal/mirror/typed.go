@@ -392,7 +392,7 @@ func (b builder) child(parent *Relation, member string, s *schema) (*Relation, e
 	}
 	r := &Relation{
 		Name: parent.Name + "_" + snake(member), Source: parent.Source, Parent: parent.Name, Array: member, arrayPath: []string{member},
-		Description: "One row per element of data." + member + " of each " + noun + " in " + parent.Name + ": " + s.Description,
+		Description: "One row per element of data." + member + " (" + lowerFirst(strings.TrimSuffix(s.Description, ".")) + "), keyed to its " + noun + " in " + parent.Name + ".",
 	}
 	r.Columns = []Column{
 		{Name: "restaurant_id", Kind: Text, Key: true, src: fromRestaurant, From: "restaurantId", Description: "The restaurant the " + noun + " belongs to."},
@@ -498,6 +498,13 @@ func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
 		return nil, fmt.Errorf("type %q", base)
 	}
 	return []Column{col}, nil
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 // snake turns a member name into a column name: equipmentId is
