@@ -2,9 +2,12 @@
 // the public partner API only, as the spec's client rules say: snapshot
 // walks reconciled by id and sequence with tombstones, changes cursors for
 // incremental walks, deliveries by time window with an overlap and
-// deduplication on id, files downloaded once by digest. It is the engine of
-// cmd/foodsafe-sync; it shares no code with the server on purpose, so it
-// holds the server to its published contract.
+// deduplication on id, files downloaded once by digest; and it keeps the
+// typed relations and writes the Parquet export analysts read. It is the
+// engine of cmd/foodsafe-sync; it shares no code with the server on
+// purpose, so it holds the server to its published contract. The one
+// thing it takes from the repository is that contract itself: the JSON
+// Schemas (schemas/) the typed relations are derived from.
 package mirror
 
 import (
