@@ -57,8 +57,8 @@ func previousSyncBinary(t *testing.T) string {
 		archive := exec.Command("git", "archive", "--format=tar", previousRelease)
 		archive.Dir = ".."
 		untar := exec.Command("tar", "-x", "-C", src)
-		var errb bytes.Buffer
-		archive.Stderr, untar.Stderr = &errb, &errb
+		var archiveErr, untarErr bytes.Buffer // each written by its own command's goroutine
+		archive.Stderr, untar.Stderr = &archiveErr, &untarErr
 		if untar.Stdin, previous.err = archive.StdoutPipe(); previous.err != nil {
 			return
 		}
@@ -66,7 +66,7 @@ func previousSyncBinary(t *testing.T) string {
 			return
 		}
 		if previous.err = errors.Join(archive.Run(), untar.Wait()); previous.err != nil {
-			previous.err = errors.New(previous.err.Error() + ": " + errb.String())
+			previous.err = errors.New(previous.err.Error() + ": " + archiveErr.String() + untarErr.String())
 			return
 		}
 		previous.path = filepath.Join(binDir, "foodsafe-sync-previous")
