@@ -105,7 +105,7 @@ func TestSyncUpgradesPreviousRelease(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "the previous release's sync:\n%s", out)
 
-			db, q := openTarget(t, tc.target)
+			db, _ := openTarget(t, tc.target)
 			var top string
 			require.NoError(t, db.QueryRow(`SELECT sequence FROM temperature_records ORDER BY sequence DESC LIMIT 1`).Scan(&top))
 			require.Equal(t, "99", top, "the previous release's mirror sorts sequences as text")
@@ -137,7 +137,7 @@ func TestSyncUpgradesPreviousRelease(t *testing.T) {
 			// A connection that prepared statements before the upgrade
 			// would be told "cached plan must not change result type":
 			// read on new ones.
-			db, q = openTarget(t, tc.target)
+			db, q := openTarget(t, tc.target)
 			require.NoError(t, db.QueryRow(`SELECT value FROM mirror_meta WHERE name = 'schema_version'`).Scan(&version))
 			require.Equal(t, "2", version)
 			var seq int64

@@ -201,7 +201,7 @@ type rowWriter interface {
 // column optional. Snappy compression, which DuckDB, pyarrow and Spark
 // all read.
 type parquetWriter struct {
-	w     *parquet.Writer
+	w     *parquet.GenericWriter[any]
 	rel   *Relation
 	batch []parquet.Row
 }
@@ -235,7 +235,7 @@ func parquetSchema(r *Relation) *parquet.Schema {
 }
 
 func newParquetWriter(w io.Writer, r *Relation) *parquetWriter {
-	return &parquetWriter{rel: r, w: parquet.NewWriter(w, parquetSchema(r), parquet.Compression(&snappy.Codec{}),
+	return &parquetWriter{rel: r, w: parquet.NewGenericWriter[any](w, parquetSchema(r), parquet.Compression(&snappy.Codec{}),
 		parquet.MaxRowsPerRowGroup(exportRowGroup), parquet.CreatedBy("foodsafe-sync", "", ""))}
 }
 
