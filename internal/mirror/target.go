@@ -727,10 +727,13 @@ const (
 	TombstoneDelete
 )
 
-// applyRecords writes one walk page's records inside tx, in one statement
-// for the page's live records and marked tombstones (one round trip per
-// page, not per record), and keeps the collection's typed relations in
-// step in the same transaction. A record replaces the stored one only
+// applyRecords writes one page's records of a collection inside tx, in one
+// statement for the page's live records and marked tombstones (one round
+// trip per page, not per record), and keeps the collection's typed
+// relations in step in the same transaction. It and applyDeliveries are
+// what every way of fetching pages goes through: the caller makes sure of
+// the collection's table first (ensureCollectionTable) and writes the
+// position that follows the page (putState) in the same tx. A record replaces the stored one only
 // when its sequence is higher, except in a rebuild (force), where the
 // server's answer replaces the copy outright; every row a rebuild touches
 // carries its gen, so it can drop at the end what it did not see.
