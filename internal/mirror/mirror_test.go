@@ -22,7 +22,7 @@ func TestPosition(t *testing.T) {
 			t.Errorf("position(%s) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"9223372036854775808", "99999999999999999999", "-1", "", "1e3", " 1"} {
+	for _, in := range []string{"9223372036854775808", "99999999999999999999", "-1", "+1", "", "1e3", " 1"} {
 		if _, err := position(in); err == nil {
 			t.Errorf("position(%q) accepted", in)
 		}

@@ -427,7 +427,7 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, 
 		}
 		for _, c := range page.Data {
 			head, err := position(c.Head)
-			if !digits.MatchString(c.Head) || err != nil {
+			if err != nil {
 				return nil, "", false, fmt.Errorf("GET /v1/changes: stream %s of %s has a malformed head %q", c.Stream, c.RestaurantID, c.Head)
 			}
 			listed[streamKey{c.RestaurantID, c.Stream}] = head
@@ -547,15 +547,15 @@ var digits = regexp.MustCompile(`^[0-9]{1,64}$`)
 // saying so, rather than kept in a form that would not sort.
 func position(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || !digits.MatchString(s) {
 		return 0, fmt.Errorf("position %q is not a number of 64 bits (the positions the mirror keeps are)", s)
 	}
 	return n, nil
 }
 
 // record checks an envelope and turns it into a stored record; withFiles
-// says the collection carries files, so data.asset is read (other
-// collections' data is not parsed at all).
+// says the collection carries files, so data.asset is read here (the rest
+// of data is read when the page is applied, for the typed relations).
 func (e envelope) record(withFiles bool) (Record, error) {
 	if e.ID == "" || !digits.MatchString(e.Sequence) {
 		return Record{}, fmt.Errorf("record %q: malformed id or sequence %q", e.ID, e.Sequence)
