@@ -289,6 +289,30 @@ func TestSyncAnalystMirror(t *testing.T) {
 		}
 	})
 
+	t.Run("export refuses what it cannot read, creating nothing", func(t *testing.T) {
+		dir := t.TempDir()
+		missing := filepath.Join(dir, "no-such-mirror.db")
+		for _, tc := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"export", "--from", "sqlite:" + missing, "--out", dir}, "no such file"},
+			{[]string{"export", "--from", s.a.cfg.DatabaseURL, "--out", dir}, "is not a mirror foodsafe-sync made"},
+			{[]string{"export", "--from", sqlite, "--out", dir, "--format", "xlsx"}, "--format must be parquet or csv"},
+			{[]string{"export", "--from", sqlite}, "--from and --out are required"},
+			{[]string{"export", "--from", "mysql://h/db", "--out", dir}, "give sqlite:PATH or a postgres:// URL"},
+		} {
+			r := s.a.cliSync(tc.args...)
+			require.Equal(t, 2, r.Code, "%v: stdout %s stderr %s", tc.args, r.Stdout, r.Stderr)
+			require.Contains(t, r.Stderr, tc.says, "%v", tc.args)
+		}
+		_, err := os.Stat(missing)
+		require.True(t, os.IsNotExist(err), "an export creates no mirror")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Empty(t, entries, "nothing was written")
+	})
+
 	t.Run("the guide's recipes", func(t *testing.T) {
 		recipes := guideRecipes(t)
 		require.GreaterOrEqual(t, len(recipes), 5, "the guide has at least five recipes")
