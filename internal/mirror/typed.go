@@ -67,6 +67,10 @@ type Column struct {
 	Description string
 	src         colSource
 	path        []string // for fromData: member names from data (or from the array element)
+	// identifier: the schema holds the value to the API's identifier rule
+	// (at most 200 characters), so it fits an index entry; a free text
+	// (up to 10,000 characters) may not, in PostgreSQL.
+	identifier bool
 }
 
 // Relation is a typed relation of the mirror.
@@ -191,6 +195,10 @@ func (o *orderedProps) UnmarshalJSON(b []byte) error {
 	_, err := d.Token()
 	return err
 }
+
+// identifierPattern is the API's identifier rule (spec 4.6): at most 200
+// characters.
+const identifierPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`
 
 // timestampPattern is the API's epoch-milliseconds digit string.
 const timestampPattern = `^(0|[1-9][0-9]{0,18})$`
@@ -358,12 +366,14 @@ func (b builder) source(source string, root *schema) ([]*Relation, error) {
 		)
 	}
 	// Indexes where the obvious joins and filters need them: every
-	// reference (a column named *_id) and the time of every required
-	// timestamp of data (timestamp, occurredAt, beginDate...).
+	// reference (a column named *_id whose schema is an identifier; some
+	// are free text, which an index entry may not hold) and the time of
+	// every required timestamp of data (timestamp, occurredAt,
+	// beginDate...).
 	for _, c := range own.Columns {
 		switch {
 		case c.src != fromData:
-		case c.Kind == Text && strings.HasSuffix(c.Name, "_id"),
+		case c.Kind == Text && strings.HasSuffix(c.Name, "_id") && c.identifier,
 			c.Kind == Time && len(c.path) == 1 && slices.Contains(root.Required, c.path[0]):
 			own.Indexes = append(own.Indexes, []string{"restaurant_id", c.Name})
 		}
@@ -476,7 +486,7 @@ func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
 	if len(path) > 0 {
 		from += "." + strings.Join(path, ".")
 	}
-	col := Column{Name: safeName(name), src: fromData, path: path, From: from, Description: s.Description}
+	col := Column{Name: safeName(name), src: fromData, path: path, From: from, Description: s.Description, identifier: s.Pattern == identifierPattern}
 	switch {
 	case base == "string" && s.Pattern == timestampPattern:
 		col.Kind = Time

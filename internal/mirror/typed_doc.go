@@ -51,8 +51,9 @@ func TypedLayerDoc() []byte {
 			"`parent_id` (the parent's `id`) and `ordinal` (the element's position, from 1), then the element's " +
 			"columns (`value` for a text, number or boolean element).",
 		"An array or object inside an object (`settings.global.reportRecipients`) is one JSON column.",
-		"Indexes: the primary key, and `(restaurant_id, column)` for every column named `*_id` and for the " +
-			"time of every required timestamp.",
+		"Indexes: the primary key, and `(restaurant_id, column)` for every column named `*_id` that the schema holds to " +
+			"the API's identifier rule (not those that are free text, up to 10,000 characters, which an index entry of " +
+			"PostgreSQL may not hold) and for the time of every required timestamp.",
 		"A relation exists once its collection is mirrored (the collections the key reads; the deliveries' always). " +
 			"A release whose relations differ rebuilds them from the mirrored rows the first time it opens the mirror.",
 	}

@@ -2,7 +2,9 @@ package mirror
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -166,5 +168,43 @@ func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
 		if !strings.Contains(plan, "USING INDEX") || !strings.Contains(plan, "restaurant_id=? AND "+key+"=?") {
 			t.Errorf("%s: %s", r.Name, plan)
 		}
+	}
+}
+
+// A free text as long as the API allows (10,000 characters) in a member
+// named like a reference (traceability labels' groupId and userId are
+// free text) is kept: only identifiers, at most 200 characters, are
+// indexed, since a PostgreSQL index entry cannot hold 10,000 characters
+// that do not compress.
+func TestTypedRowsKeepTheLongestText(t *testing.T) {
+	ctx := context.Background()
+	tg, err := OpenTarget(ctx, testdb.EmptyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := tg.ensureCollectionTable(ctx, "traceability-labels"); err != nil {
+		t.Fatal(err)
+	}
+	// Text that does not compress: PostgreSQL compresses an index entry
+	// before it measures it.
+	var b strings.Builder
+	for sum := sha256.Sum256([]byte("lot")); b.Len() < 10000; sum = sha256.Sum256(sum[:]) {
+		b.WriteString(base64.RawURLEncoding.EncodeToString(sum[:]))
+	}
+	long := b.String()[:10000]
+	rec := Record{ID: "label-1", Sequence: 1, MutationID: "m", PayloadVersion: 1, Data: []byte(`{"timestamp":"1795766700000","groupId":"` + long +
+		`","userId":"` + long + `","commentary":"` + long + `","asset":{"objectKey":"labels/1.png","status":"pending"}}`)}
+	if err := tg.tx(ctx, func(tx *sql.Tx) error {
+		return tg.applyRecords(ctx, tx, "r1", "traceability-labels", []Record{rec}, TombstoneMark, 0, false)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := tg.db.QueryRow(`SELECT group_id FROM typed_traceability_labels WHERE id = 'label-1'`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != long {
+		t.Errorf("group_id of %d characters, want %d", len(got), len(long))
 	}
 }

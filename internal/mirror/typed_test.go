@@ -111,6 +111,11 @@ func TestTypedLayerCoversEverySchemaMember(t *testing.T) {
 					t.Errorf("index name %q: too long or not unique", name)
 				}
 				indexes[name] = true
+				for _, c := range r.Columns {
+					if c.Name == ix[len(ix)-1] && c.Kind == Text && !c.identifier {
+						t.Errorf("%s: index on %s, a free text that may not fit an index entry", r.Name, c.Name)
+					}
+				}
 			}
 		}
 		for _, leaf := range schemaLeaves(t, defs.Defs, root, "") {
