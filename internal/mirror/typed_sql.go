@@ -407,5 +407,6 @@ func (t *Target) tableExists(ctx context.Context, name string) (bool, error) {
 	return n > 0, err
 }
 
-var errTypedBusy = errors.New("the target's typed relations are not this release's and another foodsafe-sync holds the target: " +
-	"run this command again once it has finished (or stop it)")
+// errTypedBusy is why a target that needs upgrading was not upgraded.
+var errTypedBusy = errors.New("the target needs upgrading to this release (its schema or its typed relations are another release's) " +
+	"and another foodsafe-sync holds it: run this command again once that one has finished, or stop it")
