@@ -196,15 +196,14 @@ func (o *orderedProps) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// identifierPattern is the API's identifier rule (spec 4.6): at most 200
-// characters.
-const identifierPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`
-
-// timestampPattern is the API's epoch-milliseconds digit string.
-const timestampPattern = `^(0|[1-9][0-9]{0,18})$`
-
+// builder derives relations from the schemas. A member is a timestamp
+// when its schema has the pattern of defs.json's timestamp (epoch
+// milliseconds as a digit string), an identifier when it has the pattern
+// of its id (at most 200 characters): read from defs.json, so a change of
+// either rule there is followed here.
 type builder struct {
-	defs map[string]*schema
+	defs                        map[string]*schema
+	timestampPattern, idPattern string
 }
 
 func buildLayer(fsys fs.FS) (*layer, error) {
@@ -224,6 +223,13 @@ func buildLayer(fsys fs.FS) (*layer, error) {
 		return nil, err
 	}
 	b := builder{defs: defs.Defs}
+	for name, p := range map[string]*string{"timestamp": &b.timestampPattern, "id": &b.idPattern} {
+		d := defs.Defs[name]
+		if d == nil || d.Pattern == "" {
+			return nil, fmt.Errorf("defs.json has no %s with a pattern", name)
+		}
+		*p = d.Pattern
+	}
 	l := &layer{relations: map[string][]*Relation{}}
 	files, err := fs.Glob(fsys, "*.data.json")
 	if err != nil {
@@ -486,9 +492,9 @@ func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
 	if len(path) > 0 {
 		from += "." + strings.Join(path, ".")
 	}
-	col := Column{Name: safeName(name), src: fromData, path: path, From: from, Description: s.Description, identifier: s.Pattern == identifierPattern}
+	col := Column{Name: safeName(name), src: fromData, path: path, From: from, Description: s.Description, identifier: s.Pattern == b.idPattern}
 	switch {
-	case base == "string" && s.Pattern == timestampPattern:
+	case base == "string" && s.Pattern == b.timestampPattern:
 		col.Kind = Time
 		ms := col
 		ms.Name, ms.Kind = name+"_ms", Millis
