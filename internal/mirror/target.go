@@ -755,7 +755,7 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 		latest = append(latest, r)
 	}
 	var upserts []Record
-	var changed []string // ids whose row this page changed: their typed rows are replaced
+	var gone []string // ids this page deleted or made tombstones: their typed rows go
 	for _, r := range latest {
 		if r.Deleted && mode == TombstoneDelete {
 			deleted, err := t.deleteRecord(ctx, tx, tbl, restaurantID, r, force)
@@ -763,7 +763,7 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 				return err
 			}
 			if deleted {
-				changed = append(changed, r.ID)
+				gone = append(gone, r.ID)
 			}
 			continue
 		}
@@ -807,18 +807,21 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 		if err != nil {
 			return err
 		}
-		changed = append(changed, written...)
 		wrote := make(map[string]bool, len(written))
 		for _, id := range written {
 			wrote[id] = true
 		}
 		for _, r := range upserts {
-			if wrote[r.ID] && !r.Deleted {
+			switch {
+			case !wrote[r.ID]:
+			case r.Deleted:
+				gone = append(gone, r.ID)
+			default:
 				live = append(live, typedInput{ID: r.ID, Data: r.Data, Sequence: r.Sequence, CapturedAt: r.CapturedAt, ReceivedAt: r.ReceivedAt})
 			}
 		}
 	}
-	return t.replaceTyped(ctx, tx, collection, restaurantID, changed, live)
+	return t.replaceTyped(ctx, tx, collection, restaurantID, gone, live, false)
 }
 
 // deleteRecord applies a tombstone in delete mode: the row goes when the
@@ -850,7 +853,7 @@ func (t *Target) dropStale(ctx context.Context, tx *sql.Tx, restaurantID, collec
 	if err != nil {
 		return 0, err
 	}
-	if err := t.replaceTyped(ctx, tx, collection, restaurantID, stale, nil); err != nil {
+	if err := t.replaceTyped(ctx, tx, collection, restaurantID, stale, nil, false); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+quotedTable(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
@@ -887,11 +890,8 @@ func (t *Target) applyDeliveries(ctx context.Context, tx *sql.Tx, restaurantID s
 			inserted = append(inserted, typedInput{ID: d.ID, Data: d.Data})
 		}
 	}
-	ids := make([]string, len(inserted))
-	for i, d := range inserted {
-		ids[i] = d.ID
-	}
-	return int64(len(inserted)), t.replaceTyped(ctx, tx, DeliveriesSource, restaurantID, ids, inserted)
+	// Only deliveries new here have typed rows to write, and none yet.
+	return int64(len(inserted)), t.replaceTyped(ctx, tx, DeliveriesSource, restaurantID, nil, inserted, true)
 }
 
 // heads reads the head every stream was last mirrored up to.

@@ -211,7 +211,7 @@ func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error
 			return err
 		}
 		for _, r := range order {
-			if err := t.replaceTyped(ctx, tx, source, r, nil, byRestaurant[r]); err != nil {
+			if err := t.replaceTyped(ctx, tx, source, r, nil, byRestaurant[r], true); err != nil {
 				return err
 			}
 		}
@@ -226,21 +226,33 @@ func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error
 const maxArgs = 30000
 
 // replaceTyped keeps a source's typed relations in step with a page,
-// inside the page's transaction: the rows of the records in remove go,
-// those of live are written (a record both removed and live is
-// replaced). A source without typed relations (a collection this release
-// does not know) has nothing to do.
-func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restaurant string, remove []string, live []typedInput) error {
+// inside the page's transaction: the rows of the records in gone go (and
+// their elements' rows), those of live are written. A live record's own
+// row is written over any it had (an upsert), its elements' rows
+// replaced, unless fresh says no live record has typed rows yet (new
+// deliveries, a relation being filled): each statement costs a round
+// trip per page, so none is sent in vain. A source without typed
+// relations (a collection this release does not know) has nothing to do.
+func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restaurant string, gone []string, live []typedInput, fresh bool) error {
 	rels := typedOf(source)
-	if len(rels) == 0 || len(remove)+len(live) == 0 {
+	if len(rels) == 0 || len(gone)+len(live) == 0 {
 		return nil
 	}
-	if err := t.deleteTyped(ctx, tx, rels, restaurant, remove); err != nil {
+	if err := t.deleteTyped(ctx, tx, rels, restaurant, gone); err != nil {
 		return err
+	}
+	if !fresh && len(rels) > 1 {
+		ids := make([]string, len(live))
+		for i, in := range live {
+			ids[i] = in.ID
+		}
+		if err := t.deleteTyped(ctx, tx, rels[1:], restaurant, ids); err != nil {
+			return err
+		}
 	}
 	rows := rowsOf(rels, restaurant, live)
 	for i, r := range rels {
-		if err := t.insertRows(ctx, tx, r, rows[i]); err != nil {
+		if err := t.insertRows(ctx, tx, r, rows[i], i == 0); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
 		}
 	}
@@ -305,8 +317,9 @@ func anySlice(ss []string) []any {
 	return out
 }
 
-// insertRows writes rows into r with multi-row INSERTs.
-func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [][]any) error {
+// insertRows writes rows into r with multi-row INSERTs; with upsert, a
+// row whose key is there already is written over.
+func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [][]any, upsert bool) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -315,6 +328,19 @@ func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [
 		names = append(names, c.Name)
 	}
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	conflict := ""
+	if upsert {
+		var set []string
+		for _, c := range r.Columns {
+			if !c.Key {
+				set = append(set, c.Name+" = excluded."+c.Name)
+			}
+		}
+		conflict = " ON CONFLICT (" + strings.Join(r.KeyColumns(), ", ") + ") DO NOTHING"
+		if len(set) > 0 {
+			conflict = " ON CONFLICT (" + strings.Join(r.KeyColumns(), ", ") + ") DO UPDATE SET " + strings.Join(set, ", ")
+		}
+	}
 	per := max(1, maxArgs/len(names))
 	for start := 0; start < len(rows); start += per {
 		chunk := rows[start:min(start+per, len(rows))]
@@ -325,7 +351,7 @@ func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [
 			}
 		}
 		stmt := `INSERT INTO ` + r.Name + ` (` + strings.Join(names, ", ") + `) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ")
+			strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ") + conflict
 		if _, err := tx.ExecContext(ctx, t.dialect.q(stmt), args...); err != nil {
 			return err
 		}
