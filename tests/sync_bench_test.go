@@ -2,6 +2,7 @@ package tests
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"os"
 	"strconv"
 	"testing"
@@ -9,13 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foodsafe/foodsafe/internal/mirror"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 // BenchmarkSync: foodsafe-sync mirroring a 100,000-record collection
 // (FOODSAFE_SYNC_BENCH_RECORDS) from a `foodsafe serve` process into SQLite
-// and into PostgreSQL: a first sync, a sync with nothing new, and a sync
-// after 1,000 records changed. The server's budget is lifted so the numbers
+// and into PostgreSQL: a first sync, a sync with nothing new, a sync
+// after 1,000 records changed, the collection's typed relation rebuilt
+// from the mirrored rows (what an upgrade does) and the Parquet export. The server's budget is lifted so the numbers
 // are the client's and the server's speed; under the default 300 requests
 // per minute the first sync's requests take requests/300 minutes.
 func BenchmarkSync(b *testing.B) {
@@ -63,6 +66,35 @@ func BenchmarkSync(b *testing.B) {
 			require.Equal(b, int64(changed), incr.Records)
 			b.ReportMetric(float64(incrTook.Milliseconds()), "incremental-ms")
 			b.ReportMetric(float64(incr.Requests), "incremental-requests")
+
+			// The typed relation rebuilt from the mirrored rows, as a
+			// release whose relations differ does on opening the mirror
+			// (an upgrade), then the whole mirror exported as Parquet.
+			db, q := openTarget(b, tg.target)
+			_, err := db.Exec(q(`UPDATE typed_relations SET definition = ?`), "another release")
+			require.NoError(b, err)
+			start := time.Now()
+			r := runSync(b, "", "status", "--to", tg.target)
+			rebuildTook := time.Since(start)
+			require.Equal(b, 0, r.Code, "stderr:\n%s", r.Stderr)
+			var typed int
+			require.NoError(b, db.QueryRow(`SELECT count(*) FROM typed_areas`).Scan(&typed))
+			require.Equal(b, n, typed)
+			b.Logf("%-28s %10s", "typed relation rebuilt", rebuildTook.Round(time.Millisecond))
+			b.ReportMetric(float64(rebuildTook.Milliseconds()), "rebuild-typed-ms")
+
+			start = time.Now()
+			r = runSync(b, "", "export", "--from", tg.target, "--out", b.TempDir(), "--json")
+			exportTook := time.Since(start)
+			require.Equal(b, 0, r.Code, "stderr:\n%s", r.Stderr)
+			var files []mirror.Exported
+			require.NoError(b, json.Unmarshal([]byte(r.Stdout), &files))
+			for _, f := range files {
+				if f.Relation == "typed_areas" {
+					b.Logf("%-28s %10s  typed_areas: %d rows, %d bytes", "export as Parquet", exportTook.Round(time.Millisecond), f.Rows, f.Bytes)
+				}
+			}
+			b.ReportMetric(float64(exportTook.Milliseconds()), "export-ms")
 		})
 	}
 }

@@ -90,8 +90,8 @@ func (a *app) cliSync(args ...string) syncResult {
 
 // Repeated --once runs while the restaurant keeps writing (updates,
 // creates, soft deletes, deletions, deliveries now and 3 hours late)
-// converge: once the writes stop, one more run leaves the mirror equal to
-// the server, in both tombstone modes.
+// converge: once the writes stop, one more run leaves the mirror, and its
+// typed relations, equal to the server, in both tombstone modes.
 func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 	t.Parallel()
 	s := newDemoServer(t)
@@ -112,13 +112,13 @@ func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 	sync(0)
 	sync(1)
 
-	stop := make(chan struct{})
-	written := make(chan int, 1)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	progress := make(chan struct{}, 1024) // a token per write
+	n := 0                                // the writes, read once stopped is closed
 	go func() {
 		// Writes go through the in-process server on the same database.
 		// No require here: a failed write is reported with Errorf.
-		n := 0
-		defer func() { written <- n }()
+		defer close(stopped)
 		now := time.Now()
 		for i := 0; ; i++ {
 			select {
@@ -128,7 +128,17 @@ func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 			}
 			id := "area-live-" + strconv.Itoa(i%7)
 			var r response
-			switch i % 5 {
+			switch i % 6 {
+			case 5: // a reading whose corrective actions change in number
+				tid := "temp-live-" + strconv.Itoa(i%4)
+				actions := []any{}
+				for k := range i % 3 {
+					actions = append(actions, "action "+strconv.Itoa(k)+" of write "+strconv.Itoa(i))
+				}
+				r = s.a.ingest(s.writeKey, demo.RestaurantID, "temperature-records", tid, "m-live-"+strconv.Itoa(i),
+					snapshot(demo.RestaurantID, tid, "m-live-"+strconv.Itoa(i), now.UnixMilli(), false, map[string]any{
+						"timestamp": strconv.FormatInt(now.UnixMilli(), 10), "value": float64(i%9) - 1.5, "unit": "°C", "shift": "LIVE",
+						"equipmentId": "equipment-1", "correctiveActions": actions}))
 			case 0, 1: // create or update
 				r = s.a.ingest(s.writeKey, demo.RestaurantID, "areas", id, "m-live-"+strconv.Itoa(i),
 					snapshot(demo.RestaurantID, id, "m-live-"+strconv.Itoa(i), now.UnixMilli(), false, area("Area "+strconv.Itoa(i))))
@@ -140,7 +150,7 @@ func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 					snapshot(demo.RestaurantID, id, "m-live-"+strconv.Itoa(i), now.UnixMilli(), true, nil))
 			case 4: // a delivery now, and one checked 3 hours ago arriving late
 				at := now.Add(-3 * time.Hour)
-				if i%2 == 0 {
+				if i/6%2 == 0 {
 					at = now.Add(-time.Minute)
 				}
 				did := "late-" + strconv.Itoa(i)
@@ -151,19 +161,33 @@ func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 				return
 			}
 			n++
+			select {
+			case progress <- struct{}{}:
+			default: // far more writes than the rounds wait for
+			}
 		}
 	}()
+	// Each round waits for a round of every kind of write first: a sync
+	// is faster than the writes, which would otherwise all come after
+	// the last round.
 	for round := 0; round < 3; round++ {
+		for range 6 {
+			select {
+			case <-progress:
+			case <-stopped: // a write failed (reported)
+			}
+		}
 		sync(0)
 		sync(1)
 	}
 	close(stop)
-	n := <-written
-	require.Positive(t, n)
+	<-stopped
+	require.GreaterOrEqual(t, n, 18, "every kind of write came before each round")
 	t.Logf("%d writes during the syncs", n)
 	for i, tg := range targets {
 		sync(i)
 		requireMirrorEqual(t, s.a, tg.target, demo.RestaurantID, tg.mode)
+		requireTypedEqual(t, s.a, tg.target, demo.RestaurantID) // the typed relations followed every page
 	}
 }
 

@@ -46,7 +46,7 @@ func newRoot(getenv func(string) string, stdout, stderr io.Writer) *cobra.Comman
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(cmdline.FlagError)
-	root.AddCommand(statusCmd(stdout), docsCmd())
+	root.AddCommand(statusCmd(stdout), exportCmd(stdout), docsCmd())
 	return root
 }
 
@@ -274,5 +274,55 @@ func statusCmd(stdout io.Writer) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the target: sqlite:PATH or postgres://...")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func exportCmd(stdout io.Writer) *cobra.Command {
+	var from, format, out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "export --from TARGET --out DIR [--format parquet|csv]",
+		Short: "Write every typed relation of a mirror into DIR, one Parquet (or CSV) file each",
+		Long: `Write every typed relation of a mirror into DIR, one file per relation
+(typed_deliveries.parquet, ...), with the relation's columns and types, all
+read from one snapshot of the mirror. TARGET is a mirror foodsafe-sync made,
+as given to --to; it may be read while a sync runs. The Parquet files use
+types DuckDB, pandas/pyarrow and Spark read natively. See
+docs/partners-sync.md, "Analysing the mirror".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || out == "" {
+				return cmdline.Usagef("--from and --out are required (see --help)")
+			}
+			f := mirror.ExportFormat(format)
+			if f != mirror.Parquet && f != mirror.CSV {
+				return cmdline.Usagef("--format must be parquet or csv, not %q", format)
+			}
+			t, err := mirror.OpenExistingTarget(cmd.Context(), from)
+			if err != nil {
+				return err
+			}
+			defer t.Close()
+			files, err := t.Export(cmd.Context(), f, out)
+			if err != nil {
+				return fmt.Errorf("exporting %s: %w", t.Where, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(files)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "RELATION\tROWS\tBYTES\tFILE")
+			for _, e := range files {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", e.Relation, e.Rows, e.Bytes, e.File)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the mirror: sqlite:PATH or postgres://... (as given to --to)")
+	cmd.Flags().StringVar(&format, "format", "parquet", "parquet or csv")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the files into (created if missing; files of the same names are replaced)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was written as JSON")
 	return cmd
 }

@@ -98,9 +98,11 @@ func (s *Syncer) syncFiles(ctx context.Context, p plan) (n, bytes int64, err err
 }
 
 // fetchListed lists the files at path and downloads each digest the target
-// lacks, asking for a fresh list once when a signed URL has expired. For
-// delivery images (want >= 0) the delivery is marked done once all its
-// images are listed and stored.
+// lacks (every file the list returns), asking for a fresh list once when a
+// signed URL has expired. For delivery images (want >= 0, the delivery's
+// imageCount) the delivery is marked done once the list held at least want
+// images and all were stored; a delivery listed with fewer is listed again
+// by the next run.
 func (s *Syncer) fetchListed(ctx context.Context, restaurant, source, parent, path string, want int64) (n, bytes int64, err error) {
 	for attempt := 1; ; attempt++ {
 		var list fileList
@@ -247,10 +249,12 @@ type pendingDelivery struct {
 	imageCount int64
 }
 
-// deliveriesMissingImages are the deliveries with photographs not all
-// fetched yet.
+// deliveriesMissingImages are the deliveries whose photographs have not
+// all been fetched: those never listed, whatever their imageCount (the
+// provider's own figure, which the images may outnumber), and those
+// listed with fewer images than it.
 func (t *Target) deliveriesMissingImages(ctx context.Context, restaurant string) ([]pendingDelivery, error) {
-	rows, err := t.db.QueryContext(ctx, t.dialect.q(`SELECT id, image_count FROM deliveries WHERE restaurant_id = ? AND image_count > 0 AND NOT images_synced ORDER BY id`), restaurant)
+	rows, err := t.db.QueryContext(ctx, t.dialect.q(`SELECT id, image_count FROM deliveries WHERE restaurant_id = ? AND NOT images_synced ORDER BY id`), restaurant)
 	if err != nil {
 		return nil, err
 	}

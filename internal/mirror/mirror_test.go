@@ -14,21 +14,17 @@ import (
 	"time"
 )
 
-func TestSequenceHigher(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want bool
-	}{
-		{"2", "1", true},
-		{"1", "2", false},
-		{"10", "9", true}, // by value, not bytewise
-		{"9", "10", false},
-		{"5", "5", false},
-		{"123456789012345678901234567890", "99999999999999999999", true}, // beyond int64
-		{"99999999999999999999", "123456789012345678901234567890", false},
-	} {
-		if got := SequenceHigher(tc.a, tc.b); got != tc.want {
-			t.Errorf("SequenceHigher(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+// Positions are kept as numbers: any digit string within 64 bits, and
+// nothing else.
+func TestPosition(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1": 1, "180": 180, "9223372036854775807": 9223372036854775807} {
+		if got, err := position(in); err != nil || got != want {
+			t.Errorf("position(%s) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"9223372036854775808", "99999999999999999999", "-1", "+1", "", "1e3", " 1"} {
+		if _, err := position(in); err == nil {
+			t.Errorf("position(%q) accepted", in)
 		}
 	}
 }
@@ -157,9 +153,13 @@ func areaRows(t *testing.T, tg *Target) map[string]string {
 }
 
 func rec(id, seq string, deleted bool) Record {
-	r := Record{ID: id, Sequence: seq, Deleted: deleted, MutationID: "m" + seq, PayloadVersion: 1}
+	n, err := position(seq)
+	if err != nil {
+		panic(err)
+	}
+	r := Record{ID: id, Sequence: n, Deleted: deleted, MutationID: "m" + seq, PayloadVersion: 1}
 	if !deleted {
-		r.Data = []byte(`{"name":"` + id + seq + `"}`)
+		r.Data = []byte(`{"name":"` + id + seq + `","isDeleted":false}`)
 	}
 	return r
 }

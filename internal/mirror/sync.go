@@ -2,9 +2,12 @@
 // the public partner API only, as the spec's client rules say: snapshot
 // walks reconciled by id and sequence with tombstones, changes cursors for
 // incremental walks, deliveries by time window with an overlap and
-// deduplication on id, files downloaded once by digest. It is the engine of
-// cmd/foodsafe-sync; it shares no code with the server on purpose, so it
-// holds the server to its published contract.
+// deduplication on id, files downloaded once by digest; and it keeps the
+// typed relations and writes the Parquet export analysts read. It is the
+// engine of cmd/foodsafe-sync; it shares no code with the server on
+// purpose, so it holds the server to its published contract. The one
+// thing it takes from the repository is that contract itself: the JSON
+// Schemas (schemas/) the typed relations are derived from.
 package mirror
 
 import (
@@ -169,7 +172,15 @@ var collectionName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // reservedTables are the mirror's own tables, which no collection's table
 // may take.
-var reservedTables = map[string]bool{"sync_state": true, "deliveries": true, "files": true, "file_links": true, "mirror_meta": true}
+var reservedTables = map[string]bool{"sync_state": true, "deliveries": true, "files": true, "file_links": true, "mirror_meta": true,
+	"stream_heads": true, "typed_relations": true}
+
+// tableAllowed reports whether a collection's table may be made: not one
+// of the mirror's own, not one of the typed layer's names.
+func tableAllowed(collection string) bool {
+	t := TableName(collection)
+	return collectionName.MatchString(collection) && !reservedTables[t] && !strings.HasPrefix(t, typedPrefix)
+}
 
 // fileCollections carry files (spec 4.4).
 var fileCollections = []string{"cleaning-task-pictures", "traceability-labels", "drive-files"}
@@ -239,7 +250,7 @@ func (s *Syncer) run(ctx context.Context) (Summary, error) {
 		return s.finish(sum, start), err
 	}
 	// due says whether a stream needs a walk this run, and at which head.
-	due := func(restaurant, stream string) (string, bool) {
+	due := func(restaurant, stream string) (int64, bool) {
 		k := streamKey{restaurant, stream}
 		head, ok := listed[k]
 		return head, unfinished[k] || (ok && (force || held[k] != head))
@@ -391,12 +402,12 @@ func (s *Syncer) scope() string {
 // next listing. force (a kept position the server refused: its data was
 // restored, or its cursor key changed) asks for every listed stream to be
 // walked, whatever head the target holds.
-func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]string, string, bool, error) {
+func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, bool, error) {
 	cursor, err := s.t.changesPosition(ctx, s.scope())
 	if err != nil {
 		return nil, "", false, err
 	}
-	listed := map[streamKey]string{}
+	listed := map[streamKey]int64{}
 	force := false
 	for pages := 0; ; pages++ {
 		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
@@ -409,16 +420,17 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]string, string,
 		case err == nil:
 		case cursor != "" && IsStatus(err, 400) && !force:
 			s.log.Warn("changes position refused; listing every stream and walking each from its own cursor", "error", err.Error())
-			cursor, force, listed = "", true, map[streamKey]string{}
+			cursor, force, listed = "", true, map[streamKey]int64{}
 			continue
 		default:
 			return nil, "", false, err
 		}
 		for _, c := range page.Data {
-			if !digits.MatchString(c.Head) {
+			head, err := position(c.Head)
+			if err != nil {
 				return nil, "", false, fmt.Errorf("GET /v1/changes: stream %s of %s has a malformed head %q", c.Stream, c.RestaurantID, c.Head)
 			}
-			listed[streamKey{c.RestaurantID, c.Stream}] = c.Head
+			listed[streamKey{c.RestaurantID, c.Stream}] = head
 		}
 		switch {
 		case page.NextCursor != nil:
@@ -474,7 +486,7 @@ func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 				if !ok {
 					continue
 				}
-				if !collectionName.MatchString(c) || reservedTables[TableName(c)] {
+				if !tableAllowed(c) {
 					s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", r, "collection", c)
 					continue
 				}
@@ -526,23 +538,38 @@ type walkPage struct {
 	ChangesCursor *string    `json:"changesCursor"`
 }
 
-// digits is a sequence: a digit string (of any length the spec allows;
-// today's servers send at most 19).
+// digits is a sequence or a head: a digit string.
 var digits = regexp.MustCompile(`^[0-9]{1,64}$`)
 
+// position reads a sequence or a head (a digit string) as the number the
+// target keeps: the API's positions are 64-bit (at most 19 digits), so an
+// analyst's ORDER BY sequence needs no cast; a longer one is refused,
+// saying so, rather than kept in a form that would not sort.
+func position(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || !digits.MatchString(s) {
+		return 0, fmt.Errorf("position %q is not a number of 64 bits (the positions the mirror keeps are)", s)
+	}
+	return n, nil
+}
+
 // record checks an envelope and turns it into a stored record; withFiles
-// says the collection carries files, so data.asset is read (other
-// collections' data is not parsed at all).
+// says the collection carries files, so data.asset is read here (the rest
+// of data is read when the page is applied, for the typed relations).
 func (e envelope) record(withFiles bool) (Record, error) {
 	if e.ID == "" || !digits.MatchString(e.Sequence) {
 		return Record{}, fmt.Errorf("record %q: malformed id or sequence %q", e.ID, e.Sequence)
+	}
+	seq, err := position(e.Sequence)
+	if err != nil {
+		return Record{}, fmt.Errorf("record %q: %w", e.ID, err)
 	}
 	captured, err1 := strconv.ParseInt(e.CapturedAt, 10, 64)
 	received, err2 := strconv.ParseInt(e.ReceivedAt, 10, 64)
 	if err1 != nil || err2 != nil {
 		return Record{}, fmt.Errorf("record %q: malformed capturedAt or receivedAt", e.ID)
 	}
-	r := Record{ID: e.ID, Sequence: e.Sequence, Deleted: e.Deleted, CapturedAt: captured, ReceivedAt: received,
+	r := Record{ID: e.ID, Sequence: seq, Deleted: e.Deleted, CapturedAt: captured, ReceivedAt: received,
 		MutationID: e.MutationID, SourceVersion: e.SourceVersion, PayloadVersion: e.PayloadVersion}
 	if !e.Deleted {
 		if len(e.Data) == 0 || string(e.Data) == "null" {

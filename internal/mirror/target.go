@@ -32,6 +32,9 @@ type Target struct {
 	// Where says what the target is, without credentials, for messages.
 	Where string
 	path  string // the SQLite file
+	// ready are the collections whose table and typed relations this
+	// process has made sure of.
+	ready map[string]bool
 }
 
 type dialect struct {
@@ -63,12 +66,26 @@ var ErrTarget = errors.New("bad target")
 // OpenTarget opens "sqlite:PATH" or a "postgres://" URL and creates the
 // mirror's schema if it is missing. sqlite files are created on first use.
 func OpenTarget(ctx context.Context, spec string) (*Target, error) {
+	return openTarget(ctx, spec, true)
+}
+
+// OpenExistingTarget opens a mirror that foodsafe-sync made, upgrading it
+// to this release if need be; anything else (no such file or database,
+// a database that is no mirror) is ErrTarget, and nothing is created.
+func OpenExistingTarget(ctx context.Context, spec string) (*Target, error) {
+	return openTarget(ctx, spec, false)
+}
+
+func openTarget(ctx context.Context, spec string, create bool) (*Target, error) {
 	var t Target
 	switch {
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
 		if path == "" {
 			return nil, fmt.Errorf("%w: sqlite: needs a file path, e.g. sqlite:mirror.db", ErrTarget)
+		}
+		if _, err := os.Stat(path); !create && err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrTarget, spec, err)
 		}
 		// WAL lets `status` read while a sync writes; busy_timeout waits
 		// for the writer instead of failing; foreign keys are unused.
@@ -86,12 +103,26 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 		}
 		db.SetMaxOpenConns(3) // one may hold the run's advisory lock
 		t = Target{db: db, dialect: dialect{postgres: true}, Where: redactURL(spec)}
-		if err := createDatabase(ctx, db, spec); err != nil {
+		if create {
+			err = createDatabase(ctx, db, spec)
+		} else if err = db.PingContext(ctx); isNoDatabase(err) {
+			err = fmt.Errorf("%w: %v", ErrTarget, err)
+		}
+		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("%s: %w", t.Where, err)
 		}
 	default:
 		return nil, fmt.Errorf("%w: %q: give sqlite:PATH or a postgres:// URL", ErrTarget, redactURL(spec))
+	}
+	if !create {
+		if v, err := t.existingVersion(ctx); err != nil || v == 0 {
+			t.db.Close()
+			if err == nil {
+				err = fmt.Errorf("%w: %s is not a mirror foodsafe-sync made (it has no mirror_meta)", ErrTarget, t.Where)
+			}
+			return nil, err
+		}
 	}
 	if err := t.migrate(ctx); err != nil {
 		t.db.Close()
@@ -100,16 +131,26 @@ func OpenTarget(ctx context.Context, spec string) (*Target, error) {
 	return &t, nil
 }
 
+// existingVersion is the schema version of a target that may not be a
+// mirror at all (0: it is not).
+func (t *Target) existingVersion(ctx context.Context) (int, error) {
+	ok, err := t.tableExists(ctx, "mirror_meta")
+	if err != nil || !ok {
+		return 0, err
+	}
+	return t.version(ctx)
+}
+
 // createDatabase creates the target database when it does not exist,
 // connected to the server's "postgres" database as the same role: a
 // first run needs no separate createdb. A role that may not create
 // databases gets ErrTarget (exit 2) saying what to do, not a driver error.
 func createDatabase(ctx context.Context, db *sql.DB, spec string) error {
 	err := db.PingContext(ctx)
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
+	if !isNoDatabase(err) {
 		return err // nil, or a failure that CREATE DATABASE cannot fix
 	}
+	var pe *pgconn.PgError
 	cfg, err := pgx.ParseConfig(spec)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrTarget, err)
@@ -133,6 +174,12 @@ func createDatabase(ctx context.Context, db *sql.DB, spec string) error {
 		return fmt.Errorf("creating database %q: %w", name, err)
 	}
 	return nil
+}
+
+// isNoDatabase reports whether err says the database does not exist.
+func isNoDatabase(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "3D000" // invalid_catalog_name
 }
 
 // ErrBusy reports that another foodsafe-sync holds the target.
@@ -177,14 +224,21 @@ func (t *Target) Lock(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the lock and closes the database.
-func (t *Target) Close() error {
+// unlock releases the lock, if held.
+func (t *Target) unlock() {
 	if t.lockFile != nil {
 		t.lockFile.Close() // releases the flock
+		t.lockFile = nil
 	}
 	if t.lockConn != nil {
 		t.lockConn.Close()
+		t.lockConn = nil
 	}
+}
+
+// Close releases the lock and closes the database.
+func (t *Target) Close() error {
+	t.unlock()
 	return t.db.Close()
 }
 
@@ -211,11 +265,17 @@ func TableName(collection string) string { return strings.ReplaceAll(collection,
 func quotedTable(collection string) string { return `"` + TableName(collection) + `"` }
 
 // schemaVersion is bumped when the schema below changes; the target keeps
-// it in mirror_meta.
-const schemaVersion = 1
+// it in mirror_meta. Version 1 kept sequences and heads as digit strings
+// (text, which sorts 99 after 180); version 2 keeps them as numbers and
+// adds the typed layer. A target of an earlier version is upgraded in
+// place when it is opened (upgradeFrom1).
+const schemaVersion = 2
 
-// migrate creates what is missing. Collection tables are created when a
-// stream is first synced (only the collections the key reads exist).
+// migrate creates what is missing, upgrades a target made by an earlier
+// release, and brings its typed relations to this release's definition.
+// Collection tables are created when a stream is first synced (only the
+// collections the key reads exist). Whatever changes tables a sync
+// writes is done under the target's lock.
 func (t *Target) migrate(ctx context.Context) error {
 	jsonType, boolFalse := "TEXT", "0"
 	if t.dialect.postgres {
@@ -252,14 +312,7 @@ func (t *Target) migrate(ctx context.Context) error {
 			images_synced BOOLEAN NOT NULL DEFAULT ` + boolFalse + `,
 			PRIMARY KEY (restaurant_id, id))`,
 		`CREATE INDEX IF NOT EXISTS deliveries_occurred_idx ON deliveries (restaurant_id, occurred_at)`,
-		// The head each stream was listed at by GET /v1/changes when it was
-		// last mirrored up to it (the changes position itself is kept in
-		// mirror_meta).
-		`CREATE TABLE IF NOT EXISTS stream_heads (
-			restaurant_id TEXT NOT NULL,
-			stream        TEXT NOT NULL,
-			head          TEXT NOT NULL,
-			PRIMARY KEY (restaurant_id, stream))`,
+		streamHeadsSQL("stream_heads"),
 		`CREATE TABLE IF NOT EXISTS files (
 			sha256        TEXT PRIMARY KEY,
 			content_type  TEXT NOT NULL,
@@ -274,38 +327,106 @@ func (t *Target) migrate(ctx context.Context) error {
 			sha256        TEXT NOT NULL,
 			content_type  TEXT NOT NULL,
 			PRIMARY KEY (restaurant_id, source, parent, item_id))`,
+		// The typed relations the target holds, each with the fingerprint
+		// of the DDL that made it (Relation.definition).
+		`CREATE TABLE IF NOT EXISTS typed_relations (
+			name       TEXT PRIMARY KEY,
+			source     TEXT NOT NULL,
+			definition TEXT NOT NULL)`,
 	}
 	for _, s := range stmts {
 		if _, err := t.db.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("creating the schema: %w", err)
 		}
 	}
-	var v string
-	switch err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT value FROM mirror_meta WHERE name = 'schema_version'`)).Scan(&v); {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('schema_version', ?)`), strconv.Itoa(schemaVersion))
+	version, err := t.version(ctx)
+	if err != nil {
 		return err
-	case err != nil:
-		return err
-	case v != strconv.Itoa(schemaVersion):
-		return fmt.Errorf("the target holds mirror schema version %s; this foodsafe-sync writes version %d", v, schemaVersion)
 	}
-	return nil
+	if version == 0 {
+		// A new target: the statements above made version 2.
+		if _, err := t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('schema_version', ?)
+			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(schemaVersion)); err != nil {
+			return err
+		}
+		if version, err = t.version(ctx); err != nil {
+			return err
+		}
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("the target holds mirror schema version %d; this foodsafe-sync writes version %d (a later release made it)", version, schemaVersion)
+	}
+	stale, orphans, err := t.typedWork(ctx)
+	if err != nil {
+		return err
+	}
+	if version == schemaVersion && len(stale) == 0 && len(orphans) == 0 {
+		return nil
+	}
+	// Upgrading rewrites tables a running sync writes: only one process
+	// at a time, and never beside a sync of another release.
+	if t.lockFile == nil && t.lockConn == nil {
+		if err := t.Lock(ctx); err != nil {
+			if errors.Is(err, ErrBusy) {
+				return errTypedBusy
+			}
+			return err
+		}
+		defer t.unlock()
+	}
+	if version, err = t.version(ctx); err != nil { // another run may have upgraded it meanwhile
+		return err
+	}
+	if version == 1 {
+		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.upgradeFrom1(ctx, tx) }); err != nil {
+			return fmt.Errorf("upgrading the target from schema version 1: %w", err)
+		}
+	}
+	if stale, orphans, err = t.typedWork(ctx); err != nil {
+		return err
+	}
+	return t.reconcileTyped(ctx, stale, orphans)
 }
 
-// ensureCollectionTable creates a collection's table if it is missing.
-func (t *Target) ensureCollectionTable(ctx context.Context, collection string) error {
-	jsonType, seqType := "TEXT", "TEXT"
-	if t.dialect.postgres {
-		// Digit strings compare as numbers by length, then bytewise.
-		jsonType, seqType = "JSONB", `TEXT COLLATE "C"`
+// version is the target's schema version (0: none recorded yet).
+func (t *Target) version(ctx context.Context) (int, error) {
+	var v string
+	switch err := t.db.QueryRowContext(ctx, `SELECT value FROM mirror_meta WHERE name = 'schema_version'`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, err
 	}
-	name, tbl := TableName(collection), quotedTable(collection)
-	for _, s := range []string{
-		`CREATE TABLE IF NOT EXISTS ` + tbl + ` (
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("the target holds a malformed mirror schema version %q", v)
+	}
+	return n, nil
+}
+
+// streamHeadsSQL is the table of the head each stream was listed at by
+// GET /v1/changes when it was last mirrored up to it (the changes
+// position itself is kept in mirror_meta).
+func streamHeadsSQL(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+			restaurant_id TEXT NOT NULL,
+			stream        TEXT NOT NULL,
+			head          BIGINT NOT NULL,
+			PRIMARY KEY (restaurant_id, stream))`
+}
+
+// collectionTableSQL is the DDL of a collection's table. sequence is a
+// number: an analyst's ORDER BY sequence is the stream's order.
+func (d dialect) collectionTableSQL(table string) []string {
+	jsonType := "TEXT"
+	if d.postgres {
+		jsonType = "JSONB"
+	}
+	return []string{
+		`CREATE TABLE IF NOT EXISTS "` + table + `" (
 			restaurant_id   TEXT NOT NULL,
 			id              TEXT NOT NULL,
-			sequence        ` + seqType + ` NOT NULL,
+			sequence        BIGINT NOT NULL,
 			deleted         BOOLEAN NOT NULL,
 			data            ` + jsonType + `,
 			captured_at     BIGINT NOT NULL,
@@ -316,29 +437,129 @@ func (t *Target) ensureCollectionTable(ctx context.Context, collection string) e
 			asset_sha256    TEXT,
 			walk_gen        BIGINT NOT NULL DEFAULT 0,
 			PRIMARY KEY (restaurant_id, id))`,
-		`CREATE INDEX IF NOT EXISTS "` + name + `_asset_idx" ON ` + tbl + ` (asset_sha256)`,
-	} {
-		if _, err := t.db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("creating table %s: %w", name, err)
+		`CREATE INDEX IF NOT EXISTS "` + table + `_asset_idx" ON "` + table + `" (asset_sha256)`,
+	}
+}
+
+// collectionColumns are a collection table's columns, in order.
+const collectionColumns = `restaurant_id, id, sequence, deleted, data, captured_at, received_at, mutation_id, source_version, payload_version, asset_sha256, walk_gen`
+
+// upgradeFrom1 turns a version-1 target into version 2 inside tx: every
+// collection table's sequence and stream_heads' head become numbers
+// (PostgreSQL alters the column; SQLite, which cannot, copies the table).
+// A value that is not a number of 64 bits fails the upgrade, and nothing
+// is changed. The typed relations are built afterwards, as for any target
+// whose relations are missing.
+func (t *Target) upgradeFrom1(ctx context.Context, tx *sql.Tx) error {
+	tables, err := t.textSequenceTables(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, tbl := range tables {
+		if err := t.retypeAsNumber(ctx, tx, tbl, "sequence", t.dialect.collectionTableSQL, collectionColumns); err != nil {
+			return err
+		}
+	}
+	heads := func(name string) []string { return []string{streamHeadsSQL(`"` + name + `"`)} }
+	if err := t.retypeAsNumber(ctx, tx, "stream_heads", "head", heads, "restaurant_id, stream, head"); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, t.dialect.q(`UPDATE mirror_meta SET value = ? WHERE name = 'schema_version'`), strconv.Itoa(schemaVersion))
+	return err
+}
+
+// textSequenceTables are the collection tables whose sequence is text.
+func (t *Target) textSequenceTables(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	if t.dialect.postgres {
+		rows, err := tx.QueryContext(ctx, `SELECT table_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND column_name = 'sequence' AND data_type = 'text' ORDER BY table_name`)
+		if err != nil {
+			return nil, err
+		}
+		return scanStrings(rows)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c
+		WHERE m.type = 'table' AND c.name = 'sequence' AND upper(c.type) = 'TEXT' ORDER BY m.name`)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(rows)
+}
+
+func scanStrings(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// retypeAsNumber makes column col of table a BIGINT. In SQLite the table
+// is made again by ddl (given the table's name) and the rows copied,
+// columns being its column list.
+func (t *Target) retypeAsNumber(ctx context.Context, tx *sql.Tx, table, col string, ddl func(string) []string, columns string) error {
+	var bad int
+	// A digit string beyond 64 bits: PostgreSQL's cast refuses it, SQLite's would saturate.
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`" WHERE NOT (length(`+col+`) BETWEEN 1 AND 19)
+		OR CAST(CAST(`+col+` AS BIGINT) AS TEXT) <> `+col).Scan(&bad); err != nil {
+		return fmt.Errorf("%s: %w", table, err)
+	}
+	if bad > 0 {
+		return fmt.Errorf("%s: %d rows hold a %s that is not a number of 64 bits", table, bad, col)
+	}
+	if t.dialect.postgres {
+		_, err := tx.ExecContext(ctx, `ALTER TABLE "`+table+`" ALTER COLUMN `+col+` TYPE BIGINT USING `+col+`::bigint`)
+		return err
+	}
+	tmp := table + "_upgrading"
+	sel := strings.Replace(columns, col, "CAST("+col+" AS INTEGER)", 1)
+	stmts := []string{
+		ddl(tmp)[0],
+		`INSERT INTO "` + tmp + `" (` + columns + `) SELECT ` + sel + ` FROM "` + table + `"`,
+		`DROP TABLE "` + table + `"`,
+		`ALTER TABLE "` + tmp + `" RENAME TO "` + table + `"`,
+	}
+	stmts = append(stmts, ddl(table)[1:]...) // its indexes, under their own names
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
 		}
 	}
 	return nil
 }
 
-// seqHigher is the SQL for "sequence a is higher than b": digit strings
-// of any length, compared as numbers without arithmetic.
-func seqHigher(a, b string) string {
-	return "(length(" + a + ") > length(" + b + ") OR (length(" + a + ") = length(" + b + ") AND " + a + " > " + b + "))"
-}
-
-// SequenceHigher reports whether sequence a is higher than b: digit
-// strings of any length, compared as numbers without arithmetic (the spec
-// forbids arithmetic on them).
-func SequenceHigher(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) > len(b)
+// ensureCollectionTable creates a collection's table and its typed
+// relations if they are missing, in one transaction, so nobody ever sees
+// the one without the others.
+func (t *Target) ensureCollectionTable(ctx context.Context, collection string) error {
+	if t.ready[collection] {
+		return nil
 	}
-	return a > b
+	err := t.tx(ctx, func(tx *sql.Tx) error {
+		for _, s := range t.dialect.collectionTableSQL(TableName(collection)) {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		ok, err := t.typedCurrent(ctx, tx, collection)
+		if err != nil || ok {
+			return err
+		}
+		return t.rebuildTyped(ctx, tx, collection)
+	})
+	if err != nil {
+		return fmt.Errorf("creating table %s: %w", TableName(collection), err)
+	}
+	if t.ready == nil {
+		t.ready = map[string]bool{}
+	}
+	t.ready[collection] = true
+	return nil
 }
 
 // StreamState is what the target remembers of one stream: a collection
@@ -484,7 +705,7 @@ func nullString(s string) any {
 // Record is one envelope as the mirror stores it.
 type Record struct {
 	ID             string
-	Sequence       string
+	Sequence       int64
 	Deleted        bool
 	Data           []byte // nil on a tombstone
 	CapturedAt     int64
@@ -506,12 +727,16 @@ const (
 	TombstoneDelete
 )
 
-// applyRecords writes one walk page's records inside tx, in one statement
-// for the page's live records and marked tombstones (one round trip per
-// page, not per record). A record replaces the stored one only when its
-// sequence is higher, except in a rebuild (force), where the server's
-// answer replaces the copy outright; every row a rebuild touches carries
-// its gen, so it can drop at the end what it did not see.
+// applyRecords writes one page's records of a collection inside tx, in one
+// statement for the page's live records and marked tombstones (one round
+// trip per page, not per record), and keeps the collection's typed
+// relations in step in the same transaction. It and applyDeliveries are
+// what every way of fetching pages goes through: the caller makes sure of
+// the collection's table first (ensureCollectionTable) and writes the
+// position that follows the page (putState) in the same tx. A record replaces the stored one only
+// when its sequence is higher, except in a rebuild (force), where the
+// server's answer replaces the copy outright; every row a rebuild touches
+// carries its gen, so it can drop at the end what it did not see.
 func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, collection string, recs []Record, mode TombstoneMode, gen int64, force bool) error {
 	tbl := quotedTable(collection)
 	// A page names each record once; should it not, the highest sequence
@@ -521,7 +746,7 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 	var latest []Record
 	for _, r := range recs {
 		if i, ok := byID[r.ID]; ok {
-			if SequenceHigher(r.Sequence, latest[i].Sequence) {
+			if r.Sequence > latest[i].Sequence {
 				latest[i] = r
 			}
 			continue
@@ -530,27 +755,32 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 		latest = append(latest, r)
 	}
 	var upserts []Record
+	var gone []string // ids this page deleted or made tombstones: their typed rows go
 	for _, r := range latest {
 		if r.Deleted && mode == TombstoneDelete {
-			if err := t.deleteRecord(ctx, tx, tbl, restaurantID, r, force); err != nil {
+			deleted, err := t.deleteRecord(ctx, tx, tbl, restaurantID, r, force)
+			if err != nil {
 				return err
+			}
+			if deleted {
+				gone = append(gone, r.ID)
 			}
 			continue
 		}
 		upserts = append(upserts, r)
 	}
-	if len(upserts) == 0 {
-		return nil
-	}
-	cond := seqHigher("excluded.sequence", tbl+".sequence")
-	if force {
-		cond = "true"
-	}
-	const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	values := strings.TrimSuffix(strings.Repeat(row+", ", len(upserts)), ", ")
-	// A tombstone keeps the last data in mark mode (NULL when the record
-	// was never seen alive here).
-	upsert := t.dialect.q(`INSERT INTO ` + tbl + ` (restaurant_id, id, sequence, deleted, data, captured_at, received_at, mutation_id, source_version, payload_version, asset_sha256, walk_gen)
+	var live []typedInput
+	if len(upserts) > 0 {
+		cond := "excluded.sequence > " + tbl + ".sequence"
+		if force {
+			cond = "true"
+		}
+		const row = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		values := strings.TrimSuffix(strings.Repeat(row+", ", len(upserts)), ", ")
+		// A tombstone keeps the last data in mark mode (NULL when the record
+		// was never seen alive here). RETURNING names the rows the upsert
+		// wrote (not those it left because they were newer).
+		upsert := t.dialect.q(`INSERT INTO ` + tbl + ` (` + collectionColumns + `)
 		VALUES ` + values + `
 		ON CONFLICT (restaurant_id, id) DO UPDATE SET sequence = excluded.sequence, deleted = excluded.deleted,
 			data = CASE WHEN excluded.deleted THEN ` + tbl + `.data ELSE excluded.data END,
@@ -558,40 +788,74 @@ func (t *Target) applyRecords(ctx context.Context, tx *sql.Tx, restaurantID, col
 			source_version = excluded.source_version, payload_version = excluded.payload_version,
 			asset_sha256 = CASE WHEN excluded.deleted THEN ` + tbl + `.asset_sha256 ELSE excluded.asset_sha256 END,
 			walk_gen = excluded.walk_gen
-		WHERE ` + cond)
-	args := make([]any, 0, 12*len(upserts))
-	for _, r := range upserts {
-		var data any
-		if r.Data != nil {
-			data = string(r.Data)
+		WHERE ` + cond + `
+		RETURNING id`)
+		args := make([]any, 0, 12*len(upserts))
+		for _, r := range upserts {
+			var data any
+			if r.Data != nil {
+				data = string(r.Data)
+			}
+			args = append(args, restaurantID, r.ID, r.Sequence, r.Deleted, data, r.CapturedAt, r.ReceivedAt,
+				r.MutationID, r.SourceVersion, r.PayloadVersion, nullString(r.AssetSHA256), gen)
 		}
-		args = append(args, restaurantID, r.ID, r.Sequence, r.Deleted, data, r.CapturedAt, r.ReceivedAt,
-			r.MutationID, r.SourceVersion, r.PayloadVersion, nullString(r.AssetSHA256), gen)
+		rows, err := tx.QueryContext(ctx, upsert, args...)
+		if err != nil {
+			return err
+		}
+		written, err := scanStrings(rows)
+		if err != nil {
+			return err
+		}
+		wrote := make(map[string]bool, len(written))
+		for _, id := range written {
+			wrote[id] = true
+		}
+		for _, r := range upserts {
+			switch {
+			case !wrote[r.ID]:
+			case r.Deleted:
+				gone = append(gone, r.ID)
+			default:
+				live = append(live, typedInput{ID: r.ID, Data: r.Data, Sequence: r.Sequence, CapturedAt: r.CapturedAt, ReceivedAt: r.ReceivedAt})
+			}
+		}
 	}
-	_, err := tx.ExecContext(ctx, upsert, args...)
-	return err
+	return t.replaceTyped(ctx, tx, collection, restaurantID, gone, live, false)
 }
 
 // deleteRecord applies a tombstone in delete mode: the row goes when the
-// tombstone is newer (always in a rebuild).
-func (t *Target) deleteRecord(ctx context.Context, tx *sql.Tx, tbl, restaurantID string, r Record, force bool) error {
-	var seq string
+// tombstone is newer (always in a rebuild). It reports whether it did.
+func (t *Target) deleteRecord(ctx context.Context, tx *sql.Tx, tbl, restaurantID string, r Record, force bool) (bool, error) {
+	var seq int64
 	switch err := tx.QueryRowContext(ctx, t.dialect.q(`SELECT sequence FROM `+tbl+` WHERE restaurant_id = ? AND id = ?`), restaurantID, r.ID).Scan(&seq); {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil // never had it: created and deleted between two syncs
+		return false, nil // never had it: created and deleted between two syncs
 	case err != nil:
-		return err
+		return false, err
 	}
-	if !force && !SequenceHigher(r.Sequence, seq) {
-		return nil
+	if !force && r.Sequence <= seq {
+		return false, nil
 	}
 	_, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+tbl+` WHERE restaurant_id = ? AND id = ?`), restaurantID, r.ID)
-	return err
+	return err == nil, err
 }
 
 // dropStale removes, at the end of a rebuild, the rows the rebuild's walk
-// did not bring: the server no longer has them (its data was restored).
+// did not bring (the server no longer has them: its data was restored),
+// with their typed rows.
 func (t *Target) dropStale(ctx context.Context, tx *sql.Tx, restaurantID, collection string, gen int64) (int64, error) {
+	rows, err := tx.QueryContext(ctx, t.dialect.q(`SELECT id FROM `+quotedTable(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
+	if err != nil {
+		return 0, err
+	}
+	stale, err := scanStrings(rows)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.replaceTyped(ctx, tx, collection, restaurantID, stale, nil, false); err != nil {
+		return 0, err
+	}
 	res, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM `+quotedTable(collection)+` WHERE restaurant_id = ? AND walk_gen < ?`), restaurantID, gen)
 	if err != nil {
 		return 0, err
@@ -610,34 +874,37 @@ type Delivery struct {
 	Data         []byte
 }
 
-// applyDeliveries inserts a page of deliveries; they are immutable, so a
-// known id is left as it is (deduplication on id).
+// applyDeliveries inserts a page of deliveries, and their typed rows in
+// the same transaction; they are immutable, so a known id is left as it
+// is (deduplication on id).
 func (t *Target) applyDeliveries(ctx context.Context, tx *sql.Tx, restaurantID string, ds []Delivery) (int64, error) {
 	ins := t.dialect.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (restaurant_id, id) DO NOTHING`)
-	var n int64
+	var inserted []typedInput
 	for _, d := range ds {
 		res, err := tx.ExecContext(ctx, ins, restaurantID, d.ID, d.OccurredAt, d.IsCompliant, d.SupplierID, d.SupplierName, d.ImageCount, string(d.Data))
 		if err != nil {
-			return n, err
+			return int64(len(inserted)), err
 		}
-		k, _ := res.RowsAffected()
-		n += k
+		if k, _ := res.RowsAffected(); k > 0 {
+			inserted = append(inserted, typedInput{ID: d.ID, Data: d.Data})
+		}
 	}
-	return n, nil
+	// Only deliveries new here have typed rows to write, and none yet.
+	return int64(len(inserted)), t.replaceTyped(ctx, tx, DeliveriesSource, restaurantID, nil, inserted, true)
 }
 
 // heads reads the head every stream was last mirrored up to.
-func (t *Target) heads(ctx context.Context) (map[streamKey]string, error) {
+func (t *Target) heads(ctx context.Context) (map[streamKey]int64, error) {
 	rows, err := t.db.QueryContext(ctx, `SELECT restaurant_id, stream, head FROM stream_heads`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[streamKey]string{}
+	out := map[streamKey]int64{}
 	for rows.Next() {
 		var k streamKey
-		var head string
+		var head int64
 		if err := rows.Scan(&k.restaurant, &k.stream, &head); err != nil {
 			return nil, err
 		}
@@ -647,7 +914,7 @@ func (t *Target) heads(ctx context.Context) (map[streamKey]string, error) {
 }
 
 // putHead records that a stream is mirrored up to head.
-func (t *Target) putHead(ctx context.Context, restaurantID, stream, head string) error {
+func (t *Target) putHead(ctx context.Context, restaurantID, stream string, head int64) error {
 	_, err := t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO stream_heads (restaurant_id, stream, head) VALUES (?, ?, ?)
 		ON CONFLICT (restaurant_id, stream) DO UPDATE SET head = excluded.head`), restaurantID, stream, head)
 	return err

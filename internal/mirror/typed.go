@@ -1,0 +1,574 @@
+package mirror
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/foodsafe/foodsafe/schemas"
+)
+
+// The typed layer: for every collection (and for the deliveries) a
+// relation with one typed column per field of data, live records only,
+// and a relation of its own for every array of data, one row per element.
+// It is derived, when the binary starts, from the JSON Schemas the API
+// publishes (the schemas/ files its OpenAPI document is built from,
+// embedded here): the schemas are the contract, not the server's code, so
+// the mirror still shares no code with the server, and the layer cannot
+// drift from the contract it mirrors. It is the same for every run of a
+// release, whatever server answers, and known without one (export,
+// status, upgrades).
+
+// Kind is the type of a typed column.
+type Kind int
+
+// The kinds of column. A timestamp of the API (epoch milliseconds as a
+// digit string) becomes two columns: the instant (Time) and its epoch
+// milliseconds (Millis).
+const (
+	Text    Kind = iota // TEXT
+	Integer             // BIGINT
+	Number              // DOUBLE PRECISION (REAL in SQLite)
+	Boolean             // BOOLEAN (0 or 1 in SQLite)
+	Time                // timestamptz in PostgreSQL, ISO-8601 text in SQLite (2026-11-27T08:05:00.000Z)
+	Millis              // BIGINT, epoch milliseconds
+	JSON                // jsonb in PostgreSQL, JSON text in SQLite: an array or object nested in an object
+)
+
+// colSource says where a column's value comes from.
+type colSource int
+
+const (
+	fromData       colSource = iota // a member of data (or of an array element), at Column.path
+	fromRestaurant                  // the restaurant the row was mirrored from
+	fromID                          // the record's (or delivery's) id
+	fromParent                      // a child row's parent id
+	fromOrdinal                     // a child row's position in its array, from 1
+	fromSequence                    // the envelope's sequence
+	fromCaptured                    // the envelope's capturedAt
+	fromReceived                    // the envelope's receivedAt
+)
+
+// Column is a column of a typed relation.
+type Column struct {
+	Name string
+	Kind Kind
+	// Key columns are never null and make the primary key.
+	Key bool
+	// From says where the value comes from, for the documentation:
+	// data.equipmentId, data.temperatureRecords[].value, the envelope's
+	// sequence...
+	From string
+	// Description is the schema's description of the member.
+	Description string
+	src         colSource
+	path        []string // for fromData: member names from data (or from the array element)
+	// identifier: the schema holds the value to the API's identifier rule
+	// (at most 200 characters), so it fits an index entry; a free text
+	// (up to 10,000 characters) may not, in PostgreSQL.
+	identifier bool
+}
+
+// Relation is a typed relation of the mirror.
+type Relation struct {
+	Name string
+	// Source is the collection it is derived from, or "deliveries".
+	Source string
+	// Parent is the relation a child relation belongs to ("" for a
+	// collection's or the deliveries' own relation); Array is the member
+	// of data the child's rows are the elements of.
+	Parent  string
+	Array   string
+	Columns []Column
+	// Indexes are the secondary indexes, each a list of columns.
+	Indexes     [][]string
+	Description string
+	arrayPath   []string
+}
+
+// KeyColumns are the relation's primary key.
+func (r *Relation) KeyColumns() []string {
+	var k []string
+	for _, c := range r.Columns {
+		if c.Key {
+			k = append(k, c.Name)
+		}
+	}
+	return k
+}
+
+// typedPrefix starts the name of every typed relation; no collection's
+// own table may start with it.
+const typedPrefix = "typed_"
+
+// DeliveriesSource names the deliveries as a source of typed relations.
+const DeliveriesSource = "deliveries"
+
+// layer is the typed layer of this release, by source, each source's
+// relations parent first.
+type layer struct {
+	sources   []string // sorted
+	relations map[string][]*Relation
+}
+
+var typedLayer = mustLayer()
+
+func mustLayer() *layer {
+	l, err := buildLayer(schemas.FS)
+	if err != nil {
+		// The schemas are embedded: this fails at the first test, never
+		// at a partner's.
+		panic("mirror: deriving the typed layer from the schemas: " + err.Error())
+	}
+	return l
+}
+
+// TypedRelations lists every typed relation of this release, by source,
+// each source's own relation before its children.
+func TypedRelations() []*Relation {
+	var out []*Relation
+	for _, s := range typedLayer.sources {
+		out = append(out, typedLayer.relations[s]...)
+	}
+	return out
+}
+
+// TypedSources are the collections (and "deliveries") with typed
+// relations.
+func TypedSources() []string { return slices.Clone(typedLayer.sources) }
+
+// typedOf is a source's relations (nil: the source has none, e.g. a
+// collection this release does not know).
+func typedOf(source string) []*Relation { return typedLayer.relations[source] }
+
+// --- deriving the layer from the schemas ---
+
+// schema is the part of a JSON Schema the layer reads. Properties keep
+// their order: it is the columns' order.
+type schema struct {
+	Ref         string             `json:"$ref"`
+	Type        json.RawMessage    `json:"type"`
+	Description string             `json:"description"`
+	Pattern     string             `json:"pattern"`
+	Required    []string           `json:"required"`
+	Properties  orderedProps       `json:"properties"`
+	Items       *schema            `json:"items"`
+	Defs        map[string]*schema `json:"$defs"`
+	// Combinators the layer cannot turn into columns: a property using
+	// one fails the derivation instead of being silently skipped. The
+	// root's if/then/else only constrain values (cooling's end), so
+	// they are allowed there.
+	AllOf json.RawMessage `json:"allOf"`
+	AnyOf json.RawMessage `json:"anyOf"`
+	OneOf json.RawMessage `json:"oneOf"`
+	If    json.RawMessage `json:"if"`
+}
+
+type prop struct {
+	name string
+	s    *schema
+}
+
+type orderedProps []prop
+
+// UnmarshalJSON keeps the members in the order the file lists them.
+func (o *orderedProps) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("properties is not an object")
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		var s schema
+		if err := d.Decode(&s); err != nil {
+			return err
+		}
+		*o = append(*o, prop{name: t.(string), s: &s})
+	}
+	_, err := d.Token()
+	return err
+}
+
+// builder derives relations from the schemas. A member is a timestamp
+// when its schema has the pattern of defs.json's timestamp (epoch
+// milliseconds as a digit string), an identifier when it has the pattern
+// of its id (at most 200 characters): read from defs.json, so a change of
+// either rule there is followed here.
+type builder struct {
+	defs                        map[string]*schema
+	timestampPattern, idPattern string
+}
+
+func buildLayer(fsys fs.FS) (*layer, error) {
+	read := func(name string) (*schema, error) {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		var s schema
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return &s, nil
+	}
+	defs, err := read("defs.json")
+	if err != nil {
+		return nil, err
+	}
+	b := builder{defs: defs.Defs}
+	for name, p := range map[string]*string{"timestamp": &b.timestampPattern, "id": &b.idPattern} {
+		d := defs.Defs[name]
+		if d == nil || d.Pattern == "" {
+			return nil, fmt.Errorf("defs.json has no %s with a pattern", name)
+		}
+		*p = d.Pattern
+	}
+	l := &layer{relations: map[string][]*Relation{}}
+	files, err := fs.Glob(fsys, "*.data.json")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		coll := strings.TrimSuffix(f, ".data.json")
+		s, err := read(f)
+		if err != nil {
+			return nil, err
+		}
+		rels, err := b.source(coll, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		l.relations[coll] = rels
+		l.sources = append(l.sources, coll)
+	}
+	d, err := read("delivery.json")
+	if err != nil {
+		return nil, err
+	}
+	rels, err := b.source(DeliveriesSource, d)
+	if err != nil {
+		return nil, fmt.Errorf("delivery.json: %w", err)
+	}
+	l.relations[DeliveriesSource] = rels
+	l.sources = append(l.sources, DeliveriesSource)
+	slices.Sort(l.sources)
+	seen := map[string]bool{}
+	for _, s := range l.sources {
+		for _, r := range l.relations[s] {
+			if seen[r.Name] {
+				return nil, fmt.Errorf("two typed relations named %s", r.Name)
+			}
+			seen[r.Name] = true
+		}
+	}
+	return l, nil
+}
+
+// resolve follows a $ref into defs.json; the referring schema's own
+// description wins over the definition's.
+func (b builder) resolve(s *schema) (*schema, error) {
+	if s.Ref == "" {
+		return s, nil
+	}
+	_, name, ok := strings.Cut(s.Ref, "#/$defs/")
+	def := b.defs[name]
+	if !ok || def == nil {
+		return nil, fmt.Errorf("unknown $ref %q", s.Ref)
+	}
+	r, err := b.resolve(def)
+	if err != nil {
+		return nil, err
+	}
+	out := *r
+	if s.Description != "" {
+		out.Description = s.Description
+	}
+	return &out, nil
+}
+
+// baseType is a schema's type without null, and whether null is allowed.
+func baseType(s *schema) (string, bool, error) {
+	var types []string
+	if err := json.Unmarshal(s.Type, &types); err != nil {
+		var one string
+		if err := json.Unmarshal(s.Type, &one); err != nil {
+			return "", false, fmt.Errorf("no type")
+		}
+		types = []string{one}
+	}
+	base, null := "", false
+	for _, t := range types {
+		if t == "null" {
+			null = true
+			continue
+		}
+		if base != "" {
+			return "", false, fmt.Errorf("types %v: one besides null is supported", types)
+		}
+		base = t
+	}
+	if base == "" {
+		return "", false, fmt.Errorf("no type besides null")
+	}
+	return base, null, nil
+}
+
+// source derives a collection's (or the deliveries') relation and its
+// children.
+func (b builder) source(source string, root *schema) ([]*Relation, error) {
+	if root.AllOf != nil || root.AnyOf != nil || root.OneOf != nil {
+		return nil, fmt.Errorf("a schema combinator at the root")
+	}
+	name := typedPrefix + TableName(source)
+	own := &Relation{Name: name, Source: source, Description: root.Description}
+	own.Columns = []Column{
+		{Name: "restaurant_id", Kind: Text, Key: true, src: fromRestaurant, From: "restaurantId", Description: "The restaurant the record belongs to."},
+		{Name: "id", Kind: Text, Key: true, src: fromID, From: "id", Description: "The record's id."},
+	}
+	var children []*Relation
+	for _, p := range root.Properties {
+		if source == DeliveriesSource && (p.name == "id" || p.name == "restaurantId") {
+			continue // the key columns
+		}
+		s, err := b.resolve(p.s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		base, _, err := baseType(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if base == "array" {
+			c, err := b.child(own, p.name, s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+			children = append(children, c)
+			continue
+		}
+		cols, err := b.columns([]string{p.name}, p.s)
+		if err != nil {
+			return nil, err
+		}
+		own.Columns = append(own.Columns, cols...)
+	}
+	if source == DeliveriesSource {
+		own.Description = "Every delivery mirrored, one row each."
+	} else {
+		own.Description = "The live records of " + source + " (no tombstones, no superseded versions), one row each."
+		own.Columns = append(own.Columns,
+			Column{Name: "sequence", Kind: Integer, src: fromSequence, From: "sequence", Description: "The record's position in its stream, as a number."},
+			Column{Name: "captured_at", Kind: Time, src: fromCaptured, From: "capturedAt", Description: "When the device recorded this state."},
+			Column{Name: "captured_at_ms", Kind: Millis, src: fromCaptured, From: "capturedAt", Description: "capturedAt in epoch milliseconds."},
+			Column{Name: "received_at", Kind: Time, src: fromReceived, From: "receivedAt", Description: "When the service received it."},
+			Column{Name: "received_at_ms", Kind: Millis, src: fromReceived, From: "receivedAt", Description: "receivedAt in epoch milliseconds."},
+		)
+	}
+	// Indexes where the obvious joins and filters need them: every
+	// reference (a column named *_id whose schema is an identifier; some
+	// are free text, which an index entry may not hold) and the time of
+	// every required timestamp of data (timestamp, occurredAt,
+	// beginDate...).
+	for _, c := range own.Columns {
+		switch {
+		case c.src != fromData:
+		case c.Kind == Text && strings.HasSuffix(c.Name, "_id") && c.identifier,
+			c.Kind == Time && len(c.path) == 1 && slices.Contains(root.Required, c.path[0]):
+			own.Indexes = append(own.Indexes, []string{"restaurant_id", c.Name})
+		}
+	}
+	rels := append([]*Relation{own}, children...)
+	for _, r := range rels {
+		seen := map[string]bool{}
+		for _, c := range r.Columns {
+			if seen[c.Name] {
+				return nil, fmt.Errorf("relation %s has two columns named %s", r.Name, c.Name)
+			}
+			seen[c.Name] = true
+		}
+	}
+	return rels, nil
+}
+
+// child derives the relation of a top-level array: one row per element.
+func (b builder) child(parent *Relation, member string, s *schema) (*Relation, error) {
+	if s.Items == nil {
+		return nil, fmt.Errorf("an array without items")
+	}
+	noun := "record"
+	if parent.Source == DeliveriesSource {
+		noun = "delivery"
+	}
+	r := &Relation{
+		Name: parent.Name + "_" + snake(member), Source: parent.Source, Parent: parent.Name, Array: member, arrayPath: []string{member},
+		Description: "One row per element of data." + member + " (" + lowerFirst(strings.TrimSuffix(s.Description, ".")) + "), keyed to its " + noun + " in " + parent.Name + ".",
+	}
+	r.Columns = []Column{
+		{Name: "restaurant_id", Kind: Text, Key: true, src: fromRestaurant, From: "restaurantId", Description: "The restaurant the " + noun + " belongs to."},
+		{Name: "parent_id", Kind: Text, Key: true, src: fromParent, From: "id", Description: "The id of the " + noun + " (" + parent.Name + ".id)."},
+		{Name: "ordinal", Kind: Integer, Key: true, src: fromOrdinal, From: "data." + member + "[]", Description: "The element's position in the array, from 1."},
+	}
+	items, err := b.resolve(s.Items)
+	if err != nil {
+		return nil, err
+	}
+	base, _, err := baseType(items)
+	if err != nil {
+		return nil, fmt.Errorf("items: %w", err)
+	}
+	if base == "object" && len(items.Properties) > 0 {
+		for _, p := range items.Properties {
+			cols, err := b.columns([]string{p.name}, p.s)
+			if err != nil {
+				return nil, err
+			}
+			r.Columns = append(r.Columns, cols...)
+		}
+	} else {
+		cols, err := b.leaf("value", nil, items)
+		if err != nil {
+			return nil, fmt.Errorf("items: %w", err)
+		}
+		r.Columns = append(r.Columns, cols...)
+	}
+	for i := range r.Columns {
+		c := &r.Columns[i]
+		if c.src == fromData {
+			c.From = "data." + member + "[]" + strings.TrimPrefix(c.From, "data")
+		}
+	}
+	return r, nil
+}
+
+// columns derives the columns of a member at path (relative to data or
+// to an array element): a scalar is one column (a timestamp two), an
+// object is flattened into its members' columns, named after the path
+// (detailedAddress.postalCode: detailed_address_postal_code); an array
+// nested in an object is one JSON column.
+func (b builder) columns(path []string, raw *schema) ([]Column, error) {
+	s, err := b.resolve(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(path, "."), err)
+	}
+	if s.AllOf != nil || s.AnyOf != nil || s.OneOf != nil || s.If != nil {
+		return nil, fmt.Errorf("%s: a schema combinator the typed layer cannot turn into columns", strings.Join(path, "."))
+	}
+	base, _, err := baseType(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(path, "."), err)
+	}
+	if base == "object" && len(s.Properties) > 0 {
+		var out []Column
+		for _, p := range s.Properties {
+			cols, err := b.columns(append(slices.Clone(path), p.name), p.s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cols...)
+		}
+		return out, nil
+	}
+	var name []string
+	for _, p := range path {
+		name = append(name, snake(p))
+	}
+	return b.leaf(strings.Join(name, "_"), path, s)
+}
+
+// leaf is the column (or the two of a timestamp) of a scalar member.
+func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
+	base, _, err := baseType(s)
+	if err != nil {
+		return nil, err
+	}
+	from := "data"
+	if len(path) > 0 {
+		from += "." + strings.Join(path, ".")
+	}
+	col := Column{Name: safeName(name), src: fromData, path: path, From: from, Description: s.Description, identifier: s.Pattern == b.idPattern}
+	switch {
+	case base == "string" && s.Pattern == b.timestampPattern:
+		col.Kind = Time
+		ms := col
+		ms.Name, ms.Kind = name+"_ms", Millis
+		ms.Description = strings.TrimSuffix(s.Description, ".") + ", in epoch milliseconds."
+		return []Column{col, ms}, nil
+	case base == "string":
+		col.Kind = Text
+	case base == "integer":
+		col.Kind = Integer
+	case base == "number":
+		col.Kind = Number
+	case base == "boolean":
+		col.Kind = Boolean
+	case base == "array", base == "object":
+		col.Kind = JSON
+	default:
+		return nil, fmt.Errorf("type %q", base)
+	}
+	return []Column{col}, nil
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// snake turns a member name into a column name: equipmentId is
+// equipment_id, s3Key s3_key.
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// reservedWords are the names a column cannot take unquoted in
+// PostgreSQL, SQLite or DuckDB (a test runs every name of the layer
+// through all three); such a name gets a trailing underscore (index_,
+// from_), so nobody has to quote.
+var reservedWords = wordSet(`
+	abort action add all alter analyse analyze and any array as asc asymmetric attach autoincrement
+	before begin between both by cascade case cast check collate column commit conflict constraint
+	create cross current current_catalog current_date current_role current_time current_timestamp
+	current_user database default deferrable deferred delete desc detach distinct do drop each else
+	end escape except exclusive exists explain fail false fetch filter following for foreign from full
+	generated glob group groups having if ignore immediate in index indexed initially inner insert
+	instead intersect into is isnull join key lateral leading left like limit localtime localtimestamp
+	match natural no not nothing notnull null nulls of offset on only or order others outer over
+	partition placing plan pragma preceding primary query raise range recursive references regexp
+	reindex release rename replace restrict returning right rollback row rows savepoint select
+	session_user set some symmetric table temp temporary then ties to trailing transaction trigger
+	true unbounded union unique update user using vacuum values variadic view virtual when where
+	window with without`)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+func safeName(name string) string {
+	if reservedWords[name] {
+		return name + "_"
+	}
+	return name
+}

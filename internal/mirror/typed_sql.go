@@ -1,0 +1,438 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// sqlType is a kind's column type in the target.
+func (d dialect) sqlType(k Kind) string {
+	switch k {
+	case Integer, Millis:
+		return "BIGINT"
+	case Number:
+		return "DOUBLE PRECISION"
+	case Boolean:
+		return "BOOLEAN"
+	case Time:
+		if d.postgres {
+			return "TIMESTAMPTZ"
+		}
+		return "TEXT"
+	case JSON:
+		if d.postgres {
+			return "JSONB"
+		}
+		return "TEXT"
+	}
+	return "TEXT"
+}
+
+// indexName is an index's name, within PostgreSQL's 63 bytes.
+func indexName(rel string, cols []string) string {
+	name := rel + "_" + cols[len(cols)-1] + "_idx"
+	if len(name) <= 63 {
+		return name
+	}
+	h := sha256.Sum256([]byte(name))
+	return name[:63-len("_idx")-9] + "_" + hex.EncodeToString(h[:4]) + "_idx"
+}
+
+// createSQL is the DDL of a relation: the table, its indexes and, in
+// PostgreSQL, its comments (what \d+ and BI tools show).
+func (r *Relation) createSQL(d dialect) []string {
+	var cols []string
+	for _, c := range r.Columns {
+		col := c.Name + " " + d.sqlType(c.Kind)
+		if c.Key {
+			col += " NOT NULL"
+		}
+		cols = append(cols, col)
+	}
+	stmts := []string{"CREATE TABLE " + r.Name + " (\n\t" + strings.Join(cols, ",\n\t") +
+		",\n\tPRIMARY KEY (" + strings.Join(r.KeyColumns(), ", ") + "))"}
+	for _, ix := range r.Indexes {
+		stmts = append(stmts, "CREATE INDEX "+indexName(r.Name, ix)+" ON "+r.Name+" ("+strings.Join(ix, ", ")+")")
+	}
+	if d.postgres {
+		stmts = append(stmts, "COMMENT ON TABLE "+r.Name+" IS "+sqlString(r.Description+" Kept by foodsafe-sync; do not write to it."))
+		for _, c := range r.Columns {
+			stmts = append(stmts, "COMMENT ON COLUMN "+r.Name+"."+c.Name+" IS "+sqlString(c.Description+" ("+c.From+")"))
+		}
+	}
+	return stmts
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// definition fingerprints a relation's DDL: a target whose relation was
+// made by another definition (another release) rebuilds it.
+func (r *Relation) definition(d dialect) string {
+	h := sha256.Sum256([]byte(strings.Join(r.createSQL(d), ";\n")))
+	return hex.EncodeToString(h[:12])
+}
+
+// querier runs statements inside a transaction or on the database.
+type querier interface {
+	execer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// typedCurrent reports whether the target holds every relation of source
+// as this release defines it, and nothing else for it.
+func (t *Target) typedCurrent(ctx context.Context, q querier, source string) (bool, error) {
+	held, err := t.recordedTyped(ctx, q, source)
+	if err != nil {
+		return false, err
+	}
+	want := map[string]string{}
+	for _, r := range typedOf(source) {
+		want[r.Name] = r.definition(t.dialect)
+	}
+	if len(held) != len(want) {
+		return false, nil
+	}
+	for name, def := range want {
+		if held[name] != def {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// recordedTyped is what typed_relations records for a source ("": every
+// source), by relation name.
+func (t *Target) recordedTyped(ctx context.Context, q querier, source string) (map[string]string, error) {
+	query, args := `SELECT name, definition FROM typed_relations`, []any{}
+	if source != "" {
+		query, args = query+` WHERE source = ?`, []any{source}
+	}
+	rows, err := q.QueryContext(ctx, t.dialect.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			return nil, err
+		}
+		out[name] = def
+	}
+	return out, rows.Err()
+}
+
+// rebuildTyped drops what the target holds of a source's typed relations,
+// creates them as this release defines them and fills them from the
+// source's mirrored rows, inside tx.
+func (t *Target) rebuildTyped(ctx context.Context, tx *sql.Tx, source string) error {
+	held, err := t.recordedTyped(ctx, tx, source)
+	if err != nil {
+		return err
+	}
+	drop := map[string]bool{}
+	for name := range held {
+		drop[name] = true
+	}
+	for _, r := range typedOf(source) {
+		drop[r.Name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(drop)) {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+name); err != nil {
+			return fmt.Errorf("dropping %s: %w", name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM typed_relations WHERE source = ?`), source); err != nil {
+		return err
+	}
+	for _, r := range typedOf(source) {
+		for _, s := range r.createSQL(t.dialect) {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("creating %s: %w", r.Name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO typed_relations (name, source, definition) VALUES (?, ?, ?)`),
+			r.Name, source, r.definition(t.dialect)); err != nil {
+			return err
+		}
+	}
+	return t.fillTyped(ctx, tx, source)
+}
+
+// fillBatch is how many mirrored rows a fill reads at a time: the typed
+// rows of a batch are built in memory.
+const fillBatch = 500
+
+// fillTyped writes the typed rows of every live mirrored row of a source
+// (the relations are empty), reading the source's table in key order, a
+// batch at a time.
+func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error {
+	query := `SELECT restaurant_id, id, sequence, data, captured_at, received_at FROM ` + quotedTable(source) + `
+		WHERE NOT deleted AND data IS NOT NULL AND (restaurant_id, id) > (?, ?) ORDER BY restaurant_id, id LIMIT ?`
+	if source == DeliveriesSource {
+		query = `SELECT restaurant_id, id, 0, data, 0, 0 FROM deliveries
+			WHERE (restaurant_id, id) > (?, ?) ORDER BY restaurant_id, id LIMIT ?`
+	}
+	query = t.dialect.q(query)
+	lastR, lastID := "", ""
+	for {
+		rows, err := tx.QueryContext(ctx, query, lastR, lastID, fillBatch)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", source, err)
+		}
+		byRestaurant := map[string][]typedInput{}
+		var order []string
+		n := 0
+		for rows.Next() {
+			var r string
+			var in typedInput
+			if err := rows.Scan(&r, &in.ID, &in.Sequence, &in.Data, &in.CapturedAt, &in.ReceivedAt); err != nil {
+				rows.Close()
+				return err
+			}
+			if _, ok := byRestaurant[r]; !ok {
+				order = append(order, r)
+			}
+			byRestaurant[r] = append(byRestaurant[r], in)
+			lastR, lastID = r, in.ID
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range order {
+			if err := t.replaceTyped(ctx, tx, source, r, nil, byRestaurant[r], true); err != nil {
+				return err
+			}
+		}
+		if n < fillBatch {
+			return nil
+		}
+	}
+}
+
+// maxArgs bounds the parameters of one statement (SQLite allows 32,766,
+// PostgreSQL 65,535).
+const maxArgs = 30000
+
+// replaceTyped keeps a source's typed relations in step with a page,
+// inside the page's transaction: the rows of the records in gone go (and
+// their elements' rows), those of live are written. A live record's own
+// row is written over any it had (an upsert), its elements' rows
+// replaced, unless fresh says no live record has typed rows yet (new
+// deliveries, a relation being filled): each statement costs a round
+// trip per page, so none is sent in vain. A source without typed
+// relations (a collection this release does not know) has nothing to do.
+func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restaurant string, gone []string, live []typedInput, fresh bool) error {
+	rels := typedOf(source)
+	if len(rels) == 0 || len(gone)+len(live) == 0 {
+		return nil
+	}
+	if err := t.deleteTyped(ctx, tx, rels, restaurant, gone); err != nil {
+		return err
+	}
+	if !fresh && len(rels) > 1 {
+		ids := make([]string, len(live))
+		for i, in := range live {
+			ids[i] = in.ID
+		}
+		if err := t.deleteTyped(ctx, tx, rels[1:], restaurant, ids); err != nil {
+			return err
+		}
+	}
+	rows := rowsOf(rels, restaurant, live)
+	for i, r := range rels {
+		if err := t.insertRows(ctx, tx, r, rows[i], i == 0); err != nil {
+			return fmt.Errorf("%s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteTyped removes the typed rows of the records in ids (a record's
+// row and its elements' rows).
+//
+// Each key must be found through the primary key, whatever the planner
+// knows. Given restaurant_id = $1 AND id IN (...) on a table never
+// analyzed (a mirror's first sync, or autovacuum off), PostgreSQL guesses
+// that a restaurant has a few rows and reads them all, filtering the ids:
+// every page then reads the whole restaurant, and a first sync turns
+// quadratic (a 20,000-record collection: 52 s instead of 1). So in
+// PostgreSQL each key is looked up on its own, in a LATERAL subquery that
+// OFFSET 0 keeps from being flattened into a join the planner could hash,
+// and the rows found are deleted by ctid. SQLite looks each key of an IN
+// list up in the index anyway.
+func (t *Target) deleteTyped(ctx context.Context, tx *sql.Tx, rels []*Relation, restaurant string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, r := range rels {
+		if t.dialect.postgres {
+			if _, err := tx.ExecContext(ctx, r.deleteSQL(t.dialect, 0), restaurant, ids); err != nil {
+				return fmt.Errorf("%s: %w", r.Name, err)
+			}
+			continue
+		}
+		for start := 0; start < len(ids); start += maxArgs / 2 {
+			chunk := ids[start:min(start+maxArgs/2, len(ids))]
+			if _, err := tx.ExecContext(ctx, r.deleteSQL(t.dialect, len(chunk)), append([]any{restaurant}, anySlice(chunk)...)...); err != nil {
+				return fmt.Errorf("%s: %w", r.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// deleteSQL is deleteTyped's statement for r: in PostgreSQL with the
+// restaurant and an array of keys as its two parameters, in SQLite with
+// the restaurant and n keys.
+func (r *Relation) deleteSQL(d dialect, n int) string {
+	key := "id"
+	if r.Parent != "" {
+		key = "parent_id"
+	}
+	if d.postgres {
+		return `DELETE FROM ` + r.Name + ` WHERE ctid = ANY (ARRAY(
+			SELECT x.ctid FROM unnest($2::text[]) AS k(key)
+			CROSS JOIN LATERAL (SELECT ctid FROM ` + r.Name + ` WHERE restaurant_id = $1 AND ` + key + ` = k.key OFFSET 0) x))`
+	}
+	return `DELETE FROM ` + r.Name + ` WHERE restaurant_id = ? AND ` + key + ` IN (` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// insertRows writes rows into r with multi-row INSERTs; with upsert, a
+// row whose key is there already is written over.
+func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [][]any, upsert bool) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range r.Columns {
+		names = append(names, c.Name)
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	conflict := ""
+	if upsert {
+		var set []string
+		for _, c := range r.Columns {
+			if !c.Key {
+				set = append(set, c.Name+" = excluded."+c.Name)
+			}
+		}
+		conflict = " ON CONFLICT (" + strings.Join(r.KeyColumns(), ", ") + ") DO NOTHING"
+		if len(set) > 0 {
+			conflict = " ON CONFLICT (" + strings.Join(r.KeyColumns(), ", ") + ") DO UPDATE SET " + strings.Join(set, ", ")
+		}
+	}
+	per := max(1, maxArgs/len(names))
+	for start := 0; start < len(rows); start += per {
+		chunk := rows[start:min(start+per, len(rows))]
+		args := make([]any, 0, len(chunk)*len(names))
+		for _, row := range chunk {
+			for _, v := range row {
+				args = append(args, t.dialect.sqlArg(v))
+			}
+		}
+		stmt := `INSERT INTO ` + r.Name + ` (` + strings.Join(names, ", ") + `) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ") + conflict
+		if _, err := tx.ExecContext(ctx, t.dialect.q(stmt), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typedWork lists the sources whose typed relations are not this
+// release's, and the recorded relations no source of this release owns
+// any more. The sources are those this release knows whose table the
+// target holds (the deliveries always).
+func (t *Target) typedWork(ctx context.Context) (stale []string, orphans []string, err error) {
+	held, err := t.recordedTyped(ctx, t.db, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	known := map[string]bool{}
+	for _, src := range typedLayer.sources {
+		for _, r := range typedOf(src) {
+			known[r.Name] = true
+		}
+		exists, err := t.tableExists(ctx, TableName(src))
+		if err != nil {
+			return nil, nil, err
+		}
+		if !exists {
+			continue
+		}
+		ok, err := t.typedCurrent(ctx, t.db, src)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			stale = append(stale, src)
+		}
+	}
+	for name := range held {
+		if !known[name] {
+			orphans = append(orphans, name)
+		}
+	}
+	slices.Sort(orphans)
+	return stale, orphans, nil
+}
+
+// reconcileTyped brings the typed layer of every mirrored source to this
+// release's definition: relations another release made are rebuilt from
+// the mirrored rows (one transaction per source), relations no longer
+// defined are dropped. The caller holds the target's lock.
+func (t *Target) reconcileTyped(ctx context.Context, stale, orphans []string) error {
+	for _, name := range orphans {
+		err := t.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+name); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM typed_relations WHERE name = ?`), name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dropping %s: %w", name, err)
+		}
+	}
+	for _, src := range stale {
+		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.rebuildTyped(ctx, tx, src) }); err != nil {
+			return fmt.Errorf("building the typed relations of %s: %w", src, err)
+		}
+	}
+	return nil
+}
+
+// tableExists reports whether the target has a table of that name.
+func (t *Target) tableExists(ctx context.Context, name string) (bool, error) {
+	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
+	if t.dialect.postgres {
+		q = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = ?`
+	}
+	var n int
+	err := t.db.QueryRowContext(ctx, t.dialect.q(q), name).Scan(&n)
+	return n > 0, err
+}
+
+// errTypedBusy is why a target that needs upgrading was not upgraded.
+var errTypedBusy = errors.New("the target needs upgrading to this release (its schema or its typed relations are another release's) " +
+	"and another foodsafe-sync holds it: run this command again once that one has finished, or stop it")

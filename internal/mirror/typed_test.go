@@ -1,0 +1,473 @@
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foodsafe/foodsafe/schemas"
+)
+
+// schemaLeaves lists, independently of the layer's own derivation, every
+// member of a schema that holds a value: "name", "asset.sha256",
+// "temperatureRecords[].value", "closingDays[]".
+func schemaLeaves(t *testing.T, defs map[string]any, s map[string]any, prefix string) []string {
+	t.Helper()
+	if ref, ok := s["$ref"].(string); ok {
+		_, name, _ := strings.Cut(ref, "#/$defs/")
+		def, ok := defs[name].(map[string]any)
+		if !ok {
+			t.Fatalf("%s: unknown $ref %s", prefix, ref)
+		}
+		s = def
+	}
+	var out []string
+	if props, ok := s["properties"].(map[string]any); ok && len(props) > 0 {
+		for name, p := range props {
+			path := name
+			if prefix != "" {
+				path = prefix + "." + name
+			}
+			out = append(out, schemaLeaves(t, defs, p.(map[string]any), path)...)
+		}
+		return out
+	}
+	if items, ok := s["items"].(map[string]any); ok && !strings.Contains(prefix, ".") && !strings.Contains(prefix, "[]") {
+		return schemaLeaves(t, defs, items, prefix+"[]")
+	}
+	return []string{prefix}
+}
+
+// Every member of every collection's schema, and of the delivery's, is a
+// column of the typed layer (or the elements of a child relation), so a
+// field added to a schema cannot be silently left out; every name is
+// lower-case snake case within PostgreSQL's 63 bytes, unique where it
+// must be.
+func TestTypedLayerCoversEverySchemaMember(t *testing.T) {
+	var defs struct {
+		Defs map[string]any `json:"$defs"`
+	}
+	b, err := fs.ReadFile(schemas.FS, "defs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &defs); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := fs.Glob(schemas.FS, "*.data.json")
+	if len(files) != 24 {
+		t.Fatalf("%d collection schemas, want 24", len(files))
+	}
+	sources := map[string]string{DeliveriesSource: "delivery.json"}
+	for _, f := range files {
+		sources[strings.TrimSuffix(f, ".data.json")] = f
+	}
+	if got := TypedSources(); !reflect.DeepEqual(got, slices.Sorted(mapKeysOf(sources))) {
+		t.Fatalf("typed sources %v", got)
+	}
+	ident := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	indexes := map[string]bool{}
+	for source, file := range sources {
+		b, err := fs.ReadFile(schemas.FS, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var root map[string]any
+		if err := json.Unmarshal(b, &root); err != nil {
+			t.Fatal(err)
+		}
+		from := map[string]bool{}
+		rels := typedOf(source)
+		if len(rels) == 0 || rels[0].Parent != "" || rels[0].Name != "typed_"+TableName(source) {
+			t.Fatalf("%s: relations %v", source, rels)
+		}
+		for _, r := range rels {
+			if !ident.MatchString(r.Name) || len(r.Name) > 63 {
+				t.Errorf("relation name %q", r.Name)
+			}
+			if r.Parent != "" && r.Parent != rels[0].Name {
+				t.Errorf("%s: parent %s", r.Name, r.Parent)
+			}
+			for _, c := range r.Columns {
+				if !ident.MatchString(c.Name) || len(c.Name) > 63 || reservedWords[c.Name] {
+					t.Errorf("%s: column name %q", r.Name, c.Name)
+				}
+				if c.src == fromData {
+					from[strings.TrimPrefix(strings.TrimPrefix(c.From, "data."), "data")] = true
+				}
+			}
+			for _, ix := range r.Indexes {
+				name := indexName(r.Name, ix)
+				if len(name) > 63 || indexes[name] {
+					t.Errorf("index name %q: too long or not unique", name)
+				}
+				indexes[name] = true
+				for _, c := range r.Columns {
+					if c.Name == ix[len(ix)-1] && c.Kind == Text && !c.identifier {
+						t.Errorf("%s: index on %s, a free text that may not fit an index entry", r.Name, c.Name)
+					}
+				}
+			}
+		}
+		for _, leaf := range schemaLeaves(t, defs.Defs, root, "") {
+			if source == DeliveriesSource && (leaf == "id" || leaf == "restaurantId") {
+				continue // the key columns
+			}
+			if !from[leaf] {
+				t.Errorf("%s: member %s is in no typed column (columns come from %v)", source, leaf, slices.Sorted(mapKeysOf(from)))
+			}
+		}
+	}
+}
+
+func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// The columns of one relation, as a partner reads them in the guide.
+func TestTypedTemperatureRecords(t *testing.T) {
+	var got []string
+	kinds := map[Kind]string{Text: "text", Integer: "integer", Number: "number", Boolean: "boolean", Time: "time", Millis: "millis", JSON: "json"}
+	for _, c := range typedOf("temperature-records")[0].Columns {
+		got = append(got, c.Name+" "+kinds[c.Kind])
+	}
+	want := []string{"restaurant_id text", "id text", "timestamp time", "timestamp_ms millis", "value number", "unit text", "shift text",
+		"equipment_id text", "user_id text", "sequence integer", "captured_at time", "captured_at_ms millis", "received_at time", "received_at_ms millis"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("typed_temperature_records columns\n got %v\nwant %v", got, want)
+	}
+	child := typedOf("temperature-records")[1]
+	if child.Name != "typed_temperature_records_corrective_actions" || !reflect.DeepEqual(child.KeyColumns(), []string{"restaurant_id", "parent_id", "ordinal"}) {
+		t.Errorf("child %s keyed by %v", child.Name, child.KeyColumns())
+	}
+	if got := typedOf(DeliveriesSource)[0].Indexes; !reflect.DeepEqual(got, [][]string{{"restaurant_id", "occurred_at"}, {"restaurant_id", "supplier_id"}}) {
+		t.Errorf("typed_deliveries indexes %v", got)
+	}
+}
+
+// Values are read as their column's type whatever number form or range
+// they came in; what does not fit is null, never an error.
+func TestTypedConvert(t *testing.T) {
+	at := time.Date(2026, 11, 27, 8, 5, 0, 123e6, time.UTC)
+	for _, tc := range []struct {
+		kind Kind
+		raw  string
+		want any
+	}{
+		{Integer, `7`, int64(7)}, {Integer, `1.0`, int64(1)}, {Integer, `1E2`, int64(100)}, {Integer, `-0.0`, int64(0)},
+		{Integer, `2.5`, nil}, {Integer, `"7"`, nil}, {Integer, `1e30`, nil}, {Integer, `null`, nil},
+		{Number, `3.5`, 3.5}, {Number, `1E+2`, 100.0}, {Number, `-0.0`, 0.0}, {Number, `1e400`, nil}, {Number, `true`, nil},
+		{Boolean, `true`, true}, {Boolean, `false`, false}, {Boolean, `0`, nil},
+		{Text, `"°C"`, "°C"}, {Text, `"a\u00e9\n"`, "aé\n"}, {Text, `12`, nil},
+		{Time, `"1795766700123"`, at}, {Millis, `"1795766700123"`, int64(1795766700123)},
+		{Time, `"253402300799999"`, time.UnixMilli(253402300799999).UTC()}, {Time, `"253402300800000"`, nil},
+		{Millis, `"253402300800000"`, int64(253402300800000)}, {Millis, `"9999999999999999999"`, nil}, {Time, `123`, nil},
+		{JSON, `[ "a" , {"b" : 1.0} ]`, `["a",{"b":1.0}]`}, {JSON, `null`, nil},
+	} {
+		if got := convert(tc.kind, json.RawMessage(tc.raw)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("convert(%d, %s) = %#v, want %#v", tc.kind, tc.raw, got, tc.want)
+		}
+	}
+	if got := (dialect{}).sqlArg(at); got != "2026-11-27T08:05:00.123Z" {
+		t.Errorf("SQLite time %v", got)
+	}
+	if got := (dialect{postgres: true}).sqlArg(at); got != at {
+		t.Errorf("PostgreSQL time %v", got)
+	}
+}
+
+func newSQLiteTarget(t *testing.T) *Target {
+	t.Helper()
+	tg, err := OpenTarget(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg
+}
+
+func temp(id string, seq int64, value string, actions ...string) Record {
+	acts, _ := json.Marshal(actions)
+	if actions == nil {
+		acts = []byte("null")
+	}
+	return Record{ID: id, Sequence: seq, MutationID: "m", PayloadVersion: 1, CapturedAt: 1795766700000 + seq, ReceivedAt: 1795766800000 + seq,
+		Data: []byte(`{"timestamp":"1795766700123","value":` + value + `,"unit":"°C","shift":"MORNING","equipmentId":"fridge-1","correctiveActions":` + string(acts) + `}`)}
+}
+
+func applyTemps(t *testing.T, tg *Target, mode TombstoneMode, recs ...Record) {
+	t.Helper()
+	ctx := context.Background()
+	if err := tg.ensureCollectionTable(ctx, "temperature-records"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.tx(ctx, func(tx *sql.Tx) error {
+		return tg.applyRecords(ctx, tx, "r1", "temperature-records", recs, mode, 0, false)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func queryStrings(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := scanStrings(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The typed rows follow every page in its transaction: a new record and
+// its array elements, an update replacing them, an older state leaving
+// them, a tombstone removing them in both modes.
+func TestTypedRowsFollowThePages(t *testing.T) {
+	for _, mode := range []TombstoneMode{TombstoneMark, TombstoneDelete} {
+		tg := newSQLiteTarget(t)
+		rows := func() []string {
+			return queryStrings(t, tg.db, `SELECT id || ' ' || sequence || ' ' || value || ' ' || timestamp || ' ' || timestamp_ms || ' ' || captured_at
+				FROM typed_temperature_records ORDER BY id`)
+		}
+		actions := func() []string {
+			return queryStrings(t, tg.db, `SELECT parent_id || ' ' || ordinal || ' ' || value FROM typed_temperature_records_corrective_actions ORDER BY parent_id, ordinal`)
+		}
+		applyTemps(t, tg, mode, temp("a", 1, "4.5", "closed the door", "re-measured"), temp("b", 2, "3"))
+		if got, want := rows(), []string{
+			"a 1 4.5 2026-11-27T08:05:00.123Z 1795766700123 2026-11-27T08:05:00.001Z",
+			"b 2 3.0 2026-11-27T08:05:00.123Z 1795766700123 2026-11-27T08:05:00.002Z",
+		}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("after the first page\n got %v\nwant %v", got, want)
+		}
+		if got, want := actions(), []string{"a 1 closed the door", "a 2 re-measured"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("elements %v, want %v", got, want)
+		}
+		applyTemps(t, tg, mode, temp("a", 5, "1E+1", "called the technician"), temp("b", 1, "99", "older: ignored"))
+		if got := rows(); !strings.HasPrefix(got[0], "a 5 10.0 ") || !strings.HasPrefix(got[1], "b 2 3.0 ") {
+			t.Fatalf("after an update and an older state: %v", got)
+		}
+		if got, want := actions(), []string{"a 1 called the technician"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("elements after the update %v, want %v", got, want)
+		}
+		applyTemps(t, tg, mode, Record{ID: "a", Sequence: 6, Deleted: true, MutationID: "m", PayloadVersion: 1}, Record{ID: "b", Sequence: 1, Deleted: true})
+		if got := rows(); len(got) != 1 || !strings.HasPrefix(got[0], "b 2 ") {
+			t.Errorf("mode %d: after a tombstone and an older one: %v", mode, got)
+		}
+		if got := actions(); len(got) != 0 {
+			t.Errorf("mode %d: a tombstone's elements stay: %v", mode, got)
+		}
+		raw := queryStrings(t, tg.db, `SELECT id FROM temperature_records ORDER BY id`)
+		if want := map[TombstoneMode][]string{TombstoneMark: {"a", "b"}, TombstoneDelete: {"b"}}[mode]; !reflect.DeepEqual(raw, want) {
+			t.Errorf("mode %d: raw rows %v, want %v", mode, raw, want)
+		}
+	}
+}
+
+// A rebuild that drops what its walk did not bring drops their typed rows
+// too.
+func TestTypedRowsOfDroppedRecords(t *testing.T) {
+	tg := newSQLiteTarget(t)
+	applyTemps(t, tg, TombstoneMark, temp("a", 1, "4", "x"), temp("b", 2, "5"))
+	ctx := context.Background()
+	err := tg.tx(ctx, func(tx *sql.Tx) error {
+		if err := tg.applyRecords(ctx, tx, "r1", "temperature-records", []Record{temp("b", 2, "5")}, TombstoneMark, 1, true); err != nil {
+			return err
+		}
+		_, err := tg.dropStale(ctx, tx, "r1", "temperature-records", 1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := queryStrings(t, tg.db, `SELECT id FROM typed_temperature_records UNION ALL SELECT parent_id FROM typed_temperature_records_corrective_actions`); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Errorf("typed rows after the rebuild: %v", got)
+	}
+}
+
+// The deliveries' typed rows: one per delivery, one per measurement.
+func TestTypedDeliveries(t *testing.T) {
+	tg := newSQLiteTarget(t)
+	ctx := context.Background()
+	d := Delivery{ID: "d1", OccurredAt: 1795766700000, SupplierID: "s1", SupplierName: "Fresh Farm", ImageCount: 0, Data: []byte(`{"id":"d1","restaurantId":"r1",
+		"occurredAt":"1795766700000","isCompliant":false,"supplier":{"id":"s1","name":"Fresh Farm"},
+		"temperatureRecords":[{"product":"Salmon","lotNumber":"L1","unit":"°C","value":5.5},{"product":"Cod","lotNumber":"L2","unit":"°C","value":2}],
+		"nonComplianceReasons":["Too warm"],"correctiveActions":[],"commentary":null,"imageCount":0}`)}
+	for range 2 { // the second time the delivery is known: nothing changes
+		if err := tg.tx(ctx, func(tx *sql.Tx) error { _, err := tg.applyDeliveries(ctx, tx, "r1", []Delivery{d}); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := queryStrings(t, tg.db, `SELECT id || ' ' || occurred_at || ' ' || is_compliant || ' ' || supplier_id || ' ' || supplier_name || ' ' || coalesce(commentary, 'null') || ' ' || image_count FROM typed_deliveries`)
+	if want := []string{"d1 2026-11-27T08:05:00.000Z 0 s1 Fresh Farm null 0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("typed_deliveries %v, want %v", got, want)
+	}
+	got = queryStrings(t, tg.db, `SELECT ordinal || ' ' || product || ' ' || lot_number || ' ' || value FROM typed_deliveries_temperature_records ORDER BY ordinal`)
+	if want := []string{"1 Salmon L1 5.5", "2 Cod L2 2.0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("measurements %v, want %v", got, want)
+	}
+	if got := queryStrings(t, tg.db, `SELECT value FROM typed_deliveries_non_compliance_reasons UNION ALL SELECT value FROM typed_deliveries_corrective_actions`); !reflect.DeepEqual(got, []string{"Too warm"}) {
+		t.Errorf("reasons and actions %v", got)
+	}
+}
+
+// version1 is the schema of the release before typed relations, verbatim
+// (what its migrate and ensureCollectionTable created in SQLite).
+var version1 = []string{
+	`CREATE TABLE mirror_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+	`CREATE TABLE sync_state (restaurant_id TEXT NOT NULL, stream TEXT NOT NULL, changes_cursor TEXT, walk_cursor TEXT, walk_kind TEXT,
+		walk_gen BIGINT NOT NULL DEFAULT 0, window_from BIGINT, window_to BIGINT, pass_to BIGINT, covered_to BIGINT, high_water BIGINT,
+		pages BIGINT NOT NULL DEFAULT 0, applied BIGINT NOT NULL DEFAULT 0, last_synced_at BIGINT, last_error TEXT, PRIMARY KEY (restaurant_id, stream))`,
+	`CREATE TABLE deliveries (restaurant_id TEXT NOT NULL, id TEXT NOT NULL, occurred_at BIGINT NOT NULL, is_compliant BOOLEAN NOT NULL,
+		supplier_id TEXT NOT NULL, supplier_name TEXT NOT NULL, image_count BIGINT NOT NULL, data TEXT NOT NULL,
+		images_synced BOOLEAN NOT NULL DEFAULT 0, PRIMARY KEY (restaurant_id, id))`,
+	`CREATE INDEX deliveries_occurred_idx ON deliveries (restaurant_id, occurred_at)`,
+	`CREATE TABLE stream_heads (restaurant_id TEXT NOT NULL, stream TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY (restaurant_id, stream))`,
+	`CREATE TABLE files (sha256 TEXT PRIMARY KEY, content_type TEXT NOT NULL, byte_length BIGINT NOT NULL, path TEXT NOT NULL, downloaded_at BIGINT NOT NULL)`,
+	`CREATE TABLE file_links (restaurant_id TEXT NOT NULL, source TEXT NOT NULL, parent TEXT NOT NULL, item_id TEXT NOT NULL, sha256 TEXT NOT NULL,
+		content_type TEXT NOT NULL, PRIMARY KEY (restaurant_id, source, parent, item_id))`,
+	`INSERT INTO mirror_meta VALUES ('schema_version', '1')`,
+	`CREATE TABLE "temperature_records" (restaurant_id TEXT NOT NULL, id TEXT NOT NULL, sequence TEXT NOT NULL, deleted BOOLEAN NOT NULL, data TEXT,
+		captured_at BIGINT NOT NULL, received_at BIGINT NOT NULL, mutation_id TEXT NOT NULL, source_version TEXT, payload_version INTEGER NOT NULL,
+		asset_sha256 TEXT, walk_gen BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (restaurant_id, id))`,
+	`CREATE INDEX "temperature_records_asset_idx" ON "temperature_records" (asset_sha256)`,
+}
+
+func version1Target(t *testing.T, sequences ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range version1 {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(s, err)
+		}
+	}
+	for i, seq := range sequences {
+		id := string(rune('a' + i))
+		if _, err := db.Exec(`INSERT INTO temperature_records VALUES ('r1', ?, ?, ?, ?, 1, 2, 'm', NULL, 1, NULL, 0)`,
+			id, seq, i == 1, string(temp(id, 1, "3").Data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO stream_heads VALUES ('r1', 'temperature-records', '180'), ('r1', 'deliveries', '7')`); err != nil {
+		t.Fatal(err)
+	}
+	return "sqlite:" + path
+}
+
+// A target made by the previous release is upgraded in place when it is
+// opened: sequences and heads become numbers (ORDER BY sequence is the
+// stream's order), the typed relations are built from the rows it holds
+// (live ones only), and nothing else changes.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	spec := version1Target(t, "99", "98", "180", "5")
+	tg, err := OpenTarget(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if v, err := tg.version(ctx); err != nil || v != 2 {
+		t.Fatalf("version %d, %v", v, err)
+	}
+	if got := queryStrings(t, tg.db, `SELECT sequence || ' ' || typeof(sequence) FROM temperature_records ORDER BY sequence DESC`); !reflect.DeepEqual(got,
+		[]string{"180 integer", "99 integer", "98 integer", "5 integer"}) {
+		t.Errorf("sequences after the upgrade %v", got)
+	}
+	if got := queryStrings(t, tg.db, `SELECT stream || ' ' || head || ' ' || typeof(head) FROM stream_heads ORDER BY head`); !reflect.DeepEqual(got,
+		[]string{"deliveries 7 integer", "temperature-records 180 integer"}) {
+		t.Errorf("heads after the upgrade %v", got)
+	}
+	// b (sequence 98) is a tombstone: no typed row.
+	if got := queryStrings(t, tg.db, `SELECT id || ' ' || sequence FROM typed_temperature_records ORDER BY sequence`); !reflect.DeepEqual(got, []string{"d 5", "a 99", "c 180"}) {
+		t.Errorf("typed rows after the upgrade %v", got)
+	}
+	if got := queryStrings(t, tg.db, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'temperature_records'`); !slices.Contains(got, "temperature_records_asset_idx") {
+		t.Errorf("indexes after the upgrade %v", got)
+	}
+	// The upgraded target takes new pages.
+	applyTemps(t, tg, TombstoneMark, temp("a", 200, "2"), temp("c", 100, "1"))
+	if got := queryStrings(t, tg.db, `SELECT id || ' ' || sequence FROM typed_temperature_records ORDER BY sequence`); !reflect.DeepEqual(got, []string{"d 5", "c 180", "a 200"}) {
+		t.Errorf("typed rows after a page %v", got)
+	}
+}
+
+// A version-1 target holding a sequence beyond 64 bits is left as it
+// was, and the error says why.
+func TestUpgradeRefusesWhatItCannotKeep(t *testing.T) {
+	ctx := context.Background()
+	spec := version1Target(t, "12", "99999999999999999999")
+	if _, err := OpenTarget(ctx, spec); err == nil || !strings.Contains(err.Error(), "not a number of 64 bits") {
+		t.Fatalf("opened: %v", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(spec, "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := queryStrings(t, db, `SELECT value FROM mirror_meta WHERE name = 'schema_version' UNION ALL SELECT typeof(sequence) FROM temperature_records`); !reflect.DeepEqual(got, []string{"1", "text", "text"}) {
+		t.Errorf("the target changed: %v", got)
+	}
+}
+
+// Typed relations made by another release's definition are rebuilt when
+// the target is opened, and those this release does not define dropped;
+// while another run holds the target, the open is refused instead.
+func TestTypedRelationsFollowTheRelease(t *testing.T) {
+	ctx := context.Background()
+	tg := newSQLiteTarget(t)
+	applyTemps(t, tg, TombstoneMark, temp("a", 1, "4", "x"))
+	spec := tg.Where
+	exec := func(q string) {
+		t.Helper()
+		if _, err := tg.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE typed_relations SET definition = 'another release' WHERE name = 'typed_temperature_records'`)
+	exec(`DELETE FROM typed_temperature_records`)
+	exec(`CREATE TABLE typed_gone (x TEXT)`)
+	exec(`INSERT INTO typed_relations VALUES ('typed_gone', 'gone', 'x')`)
+
+	if err := tg.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenTarget(ctx, spec); !errors.Is(err, errTypedBusy) {
+		t.Fatalf("opened beside a run holding the target: %v", err)
+	}
+	tg.unlock()
+	again, err := OpenTarget(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := queryStrings(t, again.db, `SELECT id FROM typed_temperature_records UNION ALL SELECT parent_id FROM typed_temperature_records_corrective_actions`); !reflect.DeepEqual(got, []string{"a", "a"}) {
+		t.Errorf("rebuilt rows %v", got)
+	}
+	if got := queryStrings(t, again.db, `SELECT name FROM sqlite_master WHERE name = 'typed_gone' UNION ALL SELECT name FROM typed_relations WHERE name = 'typed_gone'`); len(got) != 0 {
+		t.Errorf("a relation no longer defined stays: %v", got)
+	}
+	if err := again.Lock(ctx); err != nil {
+		t.Errorf("the upgrade left the target locked: %v", err)
+	}
+}
