@@ -28,10 +28,28 @@ func TestPrincipalIndexesGrants(t *testing.T) {
 	require.False(t, p.Empty())
 	require.True(t, NewPrincipal(1, "pub", nil).Empty())
 
-	// Callers get copies: changing them changes nothing of the principal.
+	// Scopes answers a copy; Grants the principal's own list, made once
+	// (no request copies a key's grants).
 	p.Scopes("r1")[0] = "x"
-	p.Grants()[0].Scopes[0] = "x"
 	require.True(t, p.Can("r1", "areas:read"))
+	require.Same(t, &p.Grants()[0], &p.Grants()[0])
+}
+
+// Grants loaded as the store loads them (each restaurant once, scopes
+// sorted, one list shared by the restaurants holding the same scopes) are
+// kept as they are; anything else is copied before it is sorted, never
+// sorted in the caller's memory.
+func TestPrincipalSharesSortedScopeLists(t *testing.T) {
+	shared := []string{"areas:read", "cooling:read"}
+	unsorted := []string{"users:read", "areas:read"}
+	p := NewPrincipal(1, "k", []Grant{{RestaurantID: "r2", Scopes: shared}, {RestaurantID: "r1", Scopes: shared},
+		{RestaurantID: "r3", Scopes: unsorted}})
+	require.Equal(t, []string{"r1", "r2", "r3"}, []string{p.Grants()[0].RestaurantID, p.Grants()[1].RestaurantID, p.Grants()[2].RestaurantID})
+	require.Same(t, &shared[0], &p.Grants()[0].Scopes[0])
+	require.Same(t, &shared[0], &p.Grants()[1].Scopes[0])
+	require.Equal(t, []string{"users:read", "areas:read"}, unsorted, "the caller's list is left as it was")
+	require.Equal(t, []string{"areas:read", "users:read"}, p.Grants()[2].Scopes)
+	require.Equal(t, 3, p.Restaurants())
 }
 
 // Revocation wins over expiry, expiry over a key without grants; each
@@ -82,7 +100,12 @@ func TestIndexedKeyRecordChecksAsBefore(t *testing.T) {
 	require.Empty(t, reason)
 	got, reason := indexed.Check(cred, now)
 	require.Empty(t, reason)
-	require.Equal(t, want, got)
+	require.Equal(t, want.KeyID, got.KeyID)
+	require.Equal(t, want.KeyPublicID, got.KeyPublicID)
+	require.Equal(t, want.KeyExpiresAt, got.KeyExpiresAt)
+	require.Equal(t, want.Grants(), got.Grants())
+	require.Equal(t, want.Reach(), got.Reach())
+	require.Equal(t, want.Streams(), got.Streams())
 	again, _ := indexed.Check(cred, now)
 	require.Same(t, got, again)
 	for _, r := range []*KeyRecord{plain, indexed} {

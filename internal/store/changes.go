@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
@@ -18,11 +19,8 @@ type StreamHead struct {
 }
 
 // StreamGroup is a set of restaurants on which a key reads the same
-// streams. Most keys read the same streams everywhere: one group.
-type StreamGroup struct {
-	Restaurants []string
-	Streams     []string
-}
+// streams (auth.Principal.Streams makes them once per key).
+type StreamGroup = auth.StreamGroup
 
 // Snapshot is a position of a listing of changes: the transactions a
 // listing could see (every one below Xmax except those in Xip, which were
