@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +118,30 @@ func TestIndexedKeyRecordChecksAsBefore(t *testing.T) {
 	indexed.RevokedAt = nil
 	_, reason = indexed.Check(cred, expires)
 	require.Equal(t, ReasonExpired, reason)
+}
+
+// A grants file reads as the --grant flags would, line by line, and the
+// first line that does not read fails the whole file with its number.
+func TestReadGrantSpecs(t *testing.T) {
+	_, err := ReadGrantSpecs(strings.NewReader("# partner Acme\n\nr1=areas:read,deliveries:read\r\n  r2 = users:read \nr1=areas:write\n"))
+	require.Error(t, err, "a space before = is not part of an id")
+	got, err := ReadGrantSpecs(strings.NewReader("# partner Acme\n\nr1=areas:read, deliveries:read\r\n  r2=users:read \nr1=areas:write"))
+	require.NoError(t, err)
+	require.Equal(t, []Grant{{RestaurantID: "r1", Scopes: []string{"areas:read", "deliveries:read"}},
+		{RestaurantID: "r2", Scopes: []string{"users:read"}}, {RestaurantID: "r1", Scopes: []string{"areas:write"}}}, got)
+
+	got, err = ReadGrantSpecs(strings.NewReader(""))
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	for _, c := range []struct{ in, want string }{
+		{"r1=areas:read\nr2\n", "line 2: grant \"r2\": want RESTAURANT=SCOPE"},
+		{"r1=areas:read\n\n# x\nr2=areas:reed\n", "line 4: grant \"r2=areas:reed\": unknown scope \"areas:reed\""},
+		{"r/1=areas:read\n", "line 1: grant \"r/1=areas:read\": \"r/1\" is not a valid restaurant id"},
+		{"r1=\n", "line 1: grant \"r1=\": want RESTAURANT=SCOPE"},
+		{"r1=areas:read\n" + strings.Repeat("x", MaxGrantLine+1) + "\n", "line 2: longer than 16384 bytes"},
+	} {
+		_, err := ReadGrantSpecs(strings.NewReader(c.in))
+		require.ErrorContains(t, err, c.want)
+	}
 }

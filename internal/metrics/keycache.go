@@ -32,7 +32,7 @@ func (m *Metrics) WatchKeyCache(stats func() KeyCache) {
 		size: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "keys"),
 			"Keys held by the key cache.", nil, nil),
 		lookups: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "lookups_total"),
-			"Key authentications by how the key was found: hit (from the cache), miss (looked up, then cached), bypass (looked up: cache off or not live).",
+			"Key authentications by how the key was found: hit (from the cache), miss (looked up, or waiting on the lookup of the same key another request started, then cached), bypass (looked up: cache off or not live).",
 			[]string{"result"}, nil),
 		changes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "changes_heard_total"),
 			"Key changes heard by the listener; each drops the key it names, or every cached key.", nil, nil),
