@@ -70,6 +70,8 @@ type API struct {
 	// auditRoutes is each route's path in OpenAPI form, as the audit
 	// trail records it, made once instead of by a regexp per request.
 	auditRoutes map[string]string
+	// compress compresses the answers of every route not marked Raw.
+	compress gin.HandlerFunc
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -89,6 +91,9 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	if a.openapiJSON, err = marshalDocument(doc); err != nil {
+		return nil, err
+	}
+	if a.compress, err = newCompressor(); err != nil {
 		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"sync"
@@ -78,12 +79,31 @@ func (a *API) serve(o operation) handler {
 		if err != nil {
 			return err
 		}
+		if jw, ok := out.(jsonWriter); ok {
+			writeStreamed(c, jw)
+			return nil
+		}
 		if ap, ok := out.(jsonAppender); ok && writeAppended(c, ap) {
 			return nil
 		}
 		writePureJSON(c, out)
 		return nil
 	}
+}
+
+// jsonWriter is a result too large to hold as one answer (a key's
+// restaurants), which writes its JSON to the response in pieces.
+type jsonWriter interface {
+	WriteJSON(io.Writer) error
+}
+
+// writeStreamed answers what jw writes, as PureJSON would (same type,
+// same bytes), sent chunked as it goes. A failure to write is the
+// client's connection going away: there is no one to tell.
+func writeStreamed(c *gin.Context, jw jsonWriter) {
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Status(http.StatusOK)
+	_ = jw.WriteJSON(c.Writer)
 }
 
 // jsonAppender is a result that writes its own JSON (wire.WalkPage and
