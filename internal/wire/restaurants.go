@@ -18,11 +18,12 @@ const restaurantListChunk = 32 << 10
 
 // WriteJSON writes the list to w as encoding/json writes it without HTML
 // escaping, with a trailing newline (what PureJSON sends), a chunk at a
-// time, so an answer of any size holds one chunk and never the whole.
-// It fails only when w does.
-func (l RestaurantList) WriteJSON(w io.Writer) error {
-	b := make([]byte, 0, restaurantListChunk+1024)
-	b = append(b, `{"data":`...)
+// time, so an answer of any size holds one chunk and never the whole: a
+// short list is one write. buf is where the chunks are made (the caller's
+// kept buffer); the one used is returned, for the caller to keep. It
+// fails only when w does.
+func (l RestaurantList) WriteJSON(w io.Writer, buf []byte) ([]byte, error) {
+	b := append(buf[:0], `{"data":`...)
 	if l.Data == nil {
 		b = append(b, "null"...)
 	} else {
@@ -49,15 +50,16 @@ func (l RestaurantList) WriteJSON(w io.Writer) error {
 			b = append(b, '}')
 			if len(b) >= restaurantListChunk {
 				if _, err := w.Write(b); err != nil {
-					return err
+					return b, err
 				}
 				b = b[:0]
 			}
 		}
 		b = append(b, ']')
 	}
-	_, err := w.Write(append(b, "}\n"...))
-	return err
+	b = append(b, "}\n"...)
+	_, err := w.Write(b)
+	return b, err
 }
 
 // appendAnyString is appendString, and for a string that is not valid

@@ -28,11 +28,14 @@ func TestRestaurantListWriteJSON(t *testing.T) {
 			l.Data[i] = RestaurantGrant{RestaurantID: fmt.Sprintf("r%05d", i), Scopes: scopes}
 		}
 		var w writes
-		if err := l.WriteJSON(&w); err != nil {
+		if _, err := l.WriteJSON(&w, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := w.all.String(), pureJSON(t, l)+"\n"; got != want {
 			t.Fatalf("%d restaurants: got %.200s, want %.200s", n, got, want)
+		}
+		if n <= 2 && len(w.pieces) != 1 {
+			t.Fatalf("%d restaurants: %d writes, not one", n, len(w.pieces))
 		}
 		for _, p := range w.pieces {
 			if p > restaurantListChunk+1024 {
@@ -42,7 +45,7 @@ func TestRestaurantListWriteJSON(t *testing.T) {
 	}
 	for _, l := range []RestaurantList{{}, {Data: []RestaurantGrant{{RestaurantID: "r1"}}}} {
 		var w writes
-		if err := l.WriteJSON(&w); err != nil {
+		if _, err := l.WriteJSON(&w, make([]byte, 7)); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := w.all.String(), pureJSON(t, l)+"\n"; got != want {
@@ -63,7 +66,7 @@ func FuzzRestaurantListIsEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, r, s string) {
 		l := RestaurantList{Data: []RestaurantGrant{{RestaurantID: r, Scopes: []string{s, r}}, {RestaurantID: s, Scopes: []string{}}}}
 		var w writes
-		if err := l.WriteJSON(&w); err != nil {
+		if _, err := l.WriteJSON(&w, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := w.all.String(), pureJSON(t, l)+"\n"; got != want {
