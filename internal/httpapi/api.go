@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
@@ -72,6 +73,9 @@ type API struct {
 	auditRoutes map[string]string
 	// compress compresses the answers of every route not marked Raw.
 	compress gin.HandlerFunc
+	// largeAnswers is the budget of MCP answers being encoded at once
+	// (mcp_answers.go).
+	largeAnswers *semaphore.Weighted
 }
 
 // New builds the gin engine with every route of the route table, and the
@@ -83,6 +87,7 @@ func New(d Deps) (*gin.Engine, error) {
 		metrics: d.Metrics, now: d.Now}
 	a.files, _ = d.Blobs.(*blob.FS)
 	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax)
+	a.largeAnswers = newLargeAnswers()
 	if a.now == nil {
 		a.now = time.Now
 	}

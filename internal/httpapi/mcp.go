@@ -45,6 +45,10 @@ type mcpCall struct {
 	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
 	rpcError bool
 	panicked bool
+	// held is what the answer holds of the budget of large answers
+	// (mcp_answers.go), given back once it is written (answered).
+	held     int64
+	answered bool
 }
 
 type mcpCallKey struct{}
@@ -92,6 +96,7 @@ func (a *API) mcpServe(c *gin.Context) error {
 	body := &keptBody{ReadCloser: c.Request.Body, limit: a.cfg.MaxBodyBytes}
 	c.Request.Body = body
 	w := &sdkWriter{ResponseWriter: c.Writer}
+	defer a.releaseAnswer(call)
 	a.mcpHandler.ServeHTTP(w, c.Request)
 	if w.failed != 0 {
 		if res, ok := methodNotFound(w.failed, w.text.String(), body.kept.Bytes(), call); ok {

@@ -443,6 +443,9 @@ func (a *API) toolHandler(t mcpTool) mcp.ToolHandler {
 			}
 		}()
 		out, err := a.runTool(ctx, call, &t, req.Params.Arguments)
+		if err == nil {
+			err = a.holdAnswer(ctx, call, out)
+		}
 		if err != nil {
 			call.mu.Lock()
 			call.toolError = true
