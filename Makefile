@@ -136,6 +136,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONIsEncodingJSON$$' -fuzztime $(FUZZTIME) ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzIsNumber$$' -fuzztime $(FUZZTIME) ./internal/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzCompacted$$' -fuzztime $(FUZZTIME) ./internal/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzRestaurantListIsEncodingJSON$$' -fuzztime $(FUZZTIME) ./internal/wire
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:?the signed-cursor fuzz target needs PostgreSQL} $(GO) test -run '^$$' -fuzz '^FuzzSignedCursors$$' -fuzztime $(FUZZTIME) ./tests
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:?the temperature-records fuzz target needs PostgreSQL} $(GO) test -run '^$$' -fuzz '^FuzzTemperatureRecordsDecode$$' -fuzztime $(FUZZTIME) ./internal/store
 

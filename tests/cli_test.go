@@ -2,8 +2,10 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
 )
 
 var (
@@ -65,7 +69,14 @@ type cliResult struct {
 // cli runs the binary against the app's database.
 func (a *app) cli(args ...string) cliResult {
 	a.t.Helper()
+	return a.cliIn("", args...)
+}
+
+// cliIn is cli with stdin as the command's standard input.
+func (a *app) cliIn(stdin string, args ...string) cliResult {
+	a.t.Helper()
 	cmd := exec.Command(foodsafeBinary(a.t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.cfg.DatabaseURL, "FOODSAFE_BLOB_DIR="+a.cfg.BlobDir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -207,6 +218,97 @@ func TestCLIBadInput(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
 	require.Len(t, views, 1)
 	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
+}
+
+// Grants from a file and from standard input, as many as a command line
+// cannot hold: 2,100 restaurants x 25 scopes (two batches of inserts),
+// one RESTAURANT=SCOPE,... per line, with comments and blank lines; and
+// a file with a bad line, a missing or an empty one, refused with the
+// line's number and nothing written.
+func TestCLIGrantsFromFile(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	const n = 2100
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%04d", i+1)
+	}
+	_, err := a.store().Pool().Exec(context.Background(), `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, ids)
+	require.NoError(t, err)
+	var reads []string
+	for _, s := range catalog.Scopes() {
+		if strings.HasSuffix(s, ":read") && s != catalog.DeliveryImagesRead {
+			reads = append(reads, s)
+		}
+	}
+	require.Len(t, reads, 25)
+	var file strings.Builder
+	file.WriteString("# partner Acme, every restaurant\n\n")
+	for _, id := range ids {
+		fmt.Fprintf(&file, "%s=%s\n", id, strings.Join(reads, ","))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "grants.txt")
+	require.NoError(t, os.WriteFile(path, []byte(file.String()), 0o600))
+
+	r := a.cli("keys", "create", "--name", "Acme", "--grants-file", path)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	key := strings.TrimSpace(r.Stdout)
+	require.Regexp(t, fullKey, r.Stdout)
+	require.Contains(t, r.Stderr, "and 2097 more restaurants (2100 restaurants, 52500 scopes in all)")
+	var list struct {
+		Data []struct {
+			RestaurantID string   `json:"restaurantId"`
+			Scopes       []string `json:"scopes"`
+		} `json:"data"`
+	}
+	res := a.getAs(key, "/v1/restaurants")
+	require.Equal(t, http.StatusOK, res.Status)
+	res.JSON(t, &list)
+	require.Len(t, list.Data, n)
+	for i, g := range list.Data {
+		require.Equal(t, ids[i], g.RestaurantID)
+		require.Equal(t, reads, g.Scopes)
+	}
+
+	// keys grant: standard input and a flag, both counted.
+	r = a.cliIn("r0001=areas:write\n", "keys", "grant", publicID(t, key), "--grants-file", "-", "--grant", "r0002=users:write")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	res = a.getAs(key, "/v1/restaurants")
+	res.JSON(t, &list)
+	require.Contains(t, list.Data[0].Scopes, "areas:write")
+	require.Contains(t, list.Data[1].Scopes, "users:write")
+
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	for name, c := range map[string]struct {
+		args  []string
+		stdin string
+		says  string
+	}{
+		"a bad line":            {[]string{"keys", "create", "--name", "x", "--grants-file", write("bad.txt", "r0001=areas:read\n# fine\nr0002=areas:reed\n")}, "", "line 3"},
+		"a bad line on stdin":   {[]string{"keys", "create", "--name", "x", "--grants-file", "-"}, "r0001=areas:read\nr0002\n", "standard input: line 2"},
+		"an unknown restaurant": {[]string{"keys", "create", "--name", "x", "--grants-file", write("nope.txt", "r0001=areas:read\nnope=areas:read\n")}, "", "nope"},
+		"no such file":          {[]string{"keys", "create", "--name", "x", "--grants-file", filepath.Join(dir, "missing.txt")}, "", "missing.txt"},
+		"an empty file":         {[]string{"keys", "create", "--name", "x", "--grants-file", write("empty.txt", "# nothing\n\n")}, "", "holds no grant"},
+		"grant with a bad line": {[]string{"keys", "grant", publicID(t, key), "--grants-file", "-"}, "r0001=areas:read,\n", "line 1"},
+		"grant, unknown key":    {[]string{"keys", "grant", "zzzzzzzzzzzzzzzz", "--grants-file", path}, "", "no key"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := a.cliIn(c.stdin, c.args...)
+			require.Equal(t, 2, r.Code, "stdout=%q stderr=%q", r.Stdout, r.Stderr)
+			require.Empty(t, r.Stdout)
+			require.Contains(t, r.Stderr, c.says)
+		})
+	}
+	r = a.cli("keys", "list", "--json")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	var views []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
+	require.Len(t, views, 1, "nothing written on bad input")
 }
 
 // `restaurants add --enabled-since` records when capture really started

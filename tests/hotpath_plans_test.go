@@ -41,6 +41,13 @@ var hotPathIndexes = map[string][]string{
 	"DeliveryListFirst":       {"deliveries_list_idx"},
 	"DeliveryListAfter":       {"deliveries_list_idx"},
 	"DeliveryImageList":       {"deliveries_pkey", "delivery_images_pkey"},
+	// GET /v1/changes of a key of many restaurants, from a position: the
+	// streams changed service-wide. (Its fallback, StreamsChanged, probes
+	// a window of the key's restaurants in collection_streams_changed_idx,
+	// or reads collection_streams_xact_idx from the position when the
+	// statistics say few streams changed since: either plan is bounded by
+	// the window, and a full scan of a small table may beat both.)
+	"StreamsChangedSince": {"collection_streams_xact_idx"},
 	// The maintenance jobs: not on a request path, but they run against
 	// the largest table while ingest goes on, so they must never scan it.
 	"RestaurantIDsAfter":           {"restaurants_pkey"},
@@ -192,6 +199,15 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, err)
 	_, err = st.DeliveryImageList(ctx, store.DeliveryKey{RestaurantID: "r1", DeliveryID: fmt.Sprintf("d%08d", n/2+1)})
 	require.NoError(t, ignoreNotFound(err))
+	// A key of 600 restaurants (beyond which a listing from a position
+	// reads what changed service-wide), listed from a position.
+	listed := store.StreamGroup{Streams: []string{"areas"}}
+	for i := range 600 {
+		listed.Restaurants = append(listed.Restaurants, fmt.Sprintf("cs%07d", i+1))
+	}
+	_, err = st.StreamsChanged(ctx, store.StreamsChangedParams{Groups: []store.StreamGroup{listed}, Limit: 100,
+		Since: store.Snapshot{Xmin: int64(n) + 1, Xmax: int64(n) + 1}})
+	require.NoError(t, err)
 	_, err = st.RestaurantIDsAfter(ctx, "", 100)
 	require.NoError(t, err)
 	_, err = st.ChangesStamp(ctx, "r2", 1, 1000)
@@ -251,6 +267,11 @@ func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
 	}
 	seedRecordsNoStatsSQL(t, dbURL, "r1", "drive-files", n)
 	seedRecordsNoStatsSQL(t, dbURL, "r2", "areas", n)
+	// n streams of n restaurants, written by transactions 1 to n.
+	execSQL(t, dbURL, `INSERT INTO restaurants (id) SELECT 'cs' || lpad(g::text, 7, '0') FROM generate_series(1, $1::int) g`, n)
+	execSQL(t, dbURL, `
+		INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
+		SELECT 'cs' || lpad(g::text, 7, '0'), 'areas', 1, g FROM generate_series(1, $1::int) g`, n)
 	secret := sha256.Sum256([]byte("secret"))
 	execSQL(t, dbURL, `
 		INSERT INTO api_keys (public_id, secret_sha256, label)

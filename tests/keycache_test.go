@@ -33,9 +33,26 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 
 // keyCacheOf reads a serve process's key cache metrics.
 func keyCacheOf(t testing.TB, p *serveProc) (live, hits, changes float64) {
+	c := keyCacheCounters(t, p)
+	return c.live, c.hits, c.changes
+}
+
+// keyCounters are a key cache's metrics at one scrape.
+type keyCounters struct {
+	live, hits, misses, bypasses, changes, unreadable, lookups float64
+}
+
+func keyCacheCounters(t testing.TB, p *serveProc) keyCounters {
 	f := scrapeURL(t, p.opsURL(t))
-	return f.value("foodsafe_key_cache_live"), f.value("foodsafe_key_cache_lookups_total", "result", "hit"),
-		f.value("foodsafe_key_cache_changes_heard_total")
+	return keyCounters{
+		live:       f.value("foodsafe_key_cache_live"),
+		hits:       f.value("foodsafe_key_cache_lookups_total", "result", "hit"),
+		misses:     f.value("foodsafe_key_cache_lookups_total", "result", "miss"),
+		bypasses:   f.value("foodsafe_key_cache_lookups_total", "result", "bypass"),
+		changes:    f.value("foodsafe_key_cache_changes_heard_total"),
+		unreadable: f.value("foodsafe_key_cache_changes_unreadable_total"),
+		lookups:    f.value("foodsafe_key_cache_database_lookups_total"),
+	}
 }
 
 // Two `foodsafe serve` processes with their key caches on: once a key
@@ -123,6 +140,122 @@ func TestKeyCacheAcrossServers(t *testing.T) {
 			requireProblem(t, reps[i].getAs(key, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
 		}
 		t.Logf("a hand edit was heard by both servers within %v of its commit (scrapes included)", time.Since(edited))
+	})
+
+	// changesHeard runs change and waits until both servers heard as many
+	// changes as it makes.
+	changesHeard := func(t *testing.T, n float64, change func()) {
+		t.Helper()
+		var before [2]float64
+		for i, p := range procs {
+			_, _, before[i] = keyCacheOf(t, p)
+		}
+		change()
+		for i, p := range procs {
+			waitUntil(t, "the change to be heard", func() bool { _, _, c := keyCacheOf(t, p); return c >= before[i]+n })
+		}
+	}
+
+	t.Run("a change of another key leaves a cached key cached", func(t *testing.T) {
+		cached := newKey(t, grant("r1", "areas:read"))
+		other := newKey(t, grant("r1", "areas:read"))
+		warm(t, cached, "/v1/restaurants")
+		var before [2]keyCounters
+		for i, p := range procs {
+			before[i] = keyCacheCounters(t, p)
+		}
+		// Through the CLI, a third process: revoke, grant and ungrant the
+		// other key; and a DBA's hand edit of it.
+		changesHeard(t, 1, func() { require.Equal(t, 0, a.cli("keys", "revoke", publicID(t, other)).Code) })
+		changesHeard(t, 1, func() {
+			_, err := a.store().Pool().Exec(context.Background(), `UPDATE api_keys SET label = 'renamed' WHERE public_id = $1`, publicID(t, other))
+			require.NoError(t, err)
+		})
+		third := newKey(t, grant("r1", "areas:read"))
+		changesHeard(t, 1, func() {
+			require.Equal(t, 0, a.cli("keys", "grant", publicID(t, third), "--grant", "r2=areas:read").Code)
+		})
+		changesHeard(t, 1, func() { require.Equal(t, 0, a.cli("keys", "ungrant", publicID(t, third), "r2").Code) })
+		for i, r := range reps {
+			require.Equal(t, http.StatusOK, r.getAs(cached, "/v1/restaurants").Status)
+			after := keyCacheCounters(t, procs[i])
+			require.Equal(t, before[i].hits+1, after.hits, "server %d answered the cached key from its cache", i)
+			require.Equal(t, before[i].misses, after.misses, "server %d", i)
+			require.Zero(t, after.unreadable, "server %d", i)
+			requireProblem(t, r.getAs(other, "/v1/restaurants"), http.StatusUnauthorized, "unauthorized")
+		}
+	})
+
+	t.Run("a change the servers cannot read drops every key, and is counted", func(t *testing.T) {
+		key := newKey(t, grant("r1", "areas:read"))
+		warm(t, key, "/v1/restaurants")
+		var before [2]keyCounters
+		for i, p := range procs {
+			before[i] = keyCacheCounters(t, p)
+		}
+		// What a later release might send: it names no key this one reads.
+		changesHeard(t, 1, func() {
+			_, err := a.store().Pool().Exec(context.Background(), `SELECT pg_notify('foodsafe_keys', 'keys:one,two')`)
+			require.NoError(t, err)
+		})
+		for i, r := range reps {
+			require.Equal(t, http.StatusOK, r.getAs(key, "/v1/restaurants").Status)
+			after := keyCacheCounters(t, procs[i])
+			require.Equal(t, before[i].unreadable+1, after.unreadable, "server %d", i)
+			require.Equal(t, before[i].hits, after.hits, "server %d looked the key up again", i)
+			require.Greater(t, after.lookups, before[i].lookups, "server %d", i)
+		}
+	})
+
+	t.Run("concurrent first requests of one key share one lookup", func(t *testing.T) {
+		const n = 20
+		p, r := procs[0], reps[0]
+		ctx := context.Background()
+		// A server that did not prove its listener within the last second
+		// looks keys up one by one (bypass); such a round proves nothing
+		// and is run again with a new key.
+		waitUntil(t, "a round in which every request met a live cache", func() bool {
+			key := newKey(t, grant("r1", "areas:read"), grant("r2", "areas:read"))
+			// The lookup waits for this lock until every request is waiting.
+			tx, err := a.store().Pool().Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			_, err = tx.Exec(ctx, `LOCK TABLE key_grants IN ACCESS EXCLUSIVE MODE`)
+			require.NoError(t, err)
+			before := keyCacheCounters(t, p)
+			done := make(chan []response, 1)
+			go func() { done <- concurrently(n, func() response { return r.getAs(key, "/v1/restaurants") }) }()
+			waitUntil(t, "every request to wait for a lookup", func() bool {
+				c := keyCacheCounters(t, p)
+				return c.misses+c.bypasses-before.misses-before.bypasses == n
+			})
+			// What PostgreSQL sees: the lookups waiting for the lock.
+			waiting := func() (w int) {
+				require.NoError(t, a.store().Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%KeyAuthLookup%'`).Scan(&w))
+				return w
+			}
+			waitUntil(t, "the lookup to wait for the lock", func() bool { return waiting() > 0 })
+			if keyCacheCounters(t, p).bypasses == before.bypasses {
+				require.Equal(t, 1, waiting(), "one lookup for %d requests", n)
+			}
+			require.NoError(t, tx.Rollback(ctx))
+			for _, res := range <-done {
+				require.Equal(t, http.StatusOK, res.Status)
+			}
+			after := keyCacheCounters(t, p)
+			bypasses := after.bypasses - before.bypasses
+			t.Logf("%v misses, %v bypasses, %v database lookups", after.misses-before.misses, bypasses, after.lookups-before.lookups)
+			require.Equal(t, 1+bypasses, after.lookups-before.lookups, "the misses shared one lookup")
+			if bypasses > 0 {
+				return false
+			}
+			require.Equal(t, before.hits, after.hits)
+			// And the key is cached now.
+			require.Equal(t, http.StatusOK, r.getAs(key, "/v1/restaurants").Status)
+			require.Equal(t, after.hits+1, keyCacheCounters(t, p).hits)
+			return true
+		})
 	})
 
 	t.Run("a server frozen during a revocation does not use its cache when it wakes", func(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/auth"
+	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
@@ -632,4 +634,59 @@ func TestMCPUnknownMethodIsMethodNotFound(t *testing.T) {
 		})
 	}
 	require.NotContains(t, f.a.logs.String(), `"status":500`)
+}
+
+// list_restaurants of a key of 3,000 restaurants (an answer of some 2 MB,
+// beyond which MCP answers wait their turn in a budget of bytes being
+// encoded) answers every restaurant as REST does, with the restaurants
+// that hold the same scopes on one line of text; eight at once all answer,
+// and the budget is given back after each.
+func TestMCPListRestaurantsOfALargeKey(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	const n = 3000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%04d", i)
+	}
+	_, err := a.store().Pool().Exec(context.Background(), `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, ids)
+	require.NoError(t, err)
+	var reads []string
+	for _, sc := range catalog.Scopes() {
+		if strings.HasSuffix(sc, ":read") {
+			reads = append(reads, sc)
+		}
+	}
+	var grants []auth.Grant
+	for _, id := range ids {
+		grants = append(grants, grant(id, reads...))
+	}
+	key := a.newKey(grants...)
+	rest := a.restBody(key, "/v1/restaurants")
+	require.Greater(t, len(rest), 1<<20)
+
+	s := a.mcpConnect(t, key, rev2026)
+	r := s.call("list_restaurants", map[string]any{})
+	require.False(t, r.IsError, r.Text)
+	require.JSONEq(t, string(rest), string(r.Structured))
+	require.Equal(t, fmt.Sprintf("%d restaurants this key reaches:\n- %s: %s", n, strings.Join(ids, ", "), strings.Join(reads, ", ")), r.Text)
+
+	results := make([]toolResult, 8)
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.callErr("list_restaurants", map[string]any{})
+		}()
+	}
+	wg.Wait()
+	for i := range results {
+		require.NoError(t, errs[i])
+		require.False(t, results[i].IsError, results[i].Text)
+		require.Equal(t, len(r.Structured), len(results[i].Structured))
+	}
+	// And again, one at a time: nothing of the budget was kept.
+	require.False(t, s.call("list_restaurants", map[string]any{}).IsError)
 }

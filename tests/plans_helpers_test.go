@@ -217,6 +217,12 @@ func sqlLiteral(t testing.TB, v any) string {
 			v[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v[i]) + `"`
 		}
 		return quote("{" + strings.Join(v, ",") + "}")
+	case []int64:
+		parts := make([]string, len(v))
+		for i, n := range v {
+			parts[i] = fmt.Sprint(n)
+		}
+		return quote("{" + strings.Join(parts, ",") + "}")
 	case bool, int, int16, int32, int64:
 		return fmt.Sprint(v)
 	case *int64:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -20,10 +21,11 @@ func keysCmd() *cobra.Command {
 	return cmd
 }
 
-// parseGrants validates every --grant before anything is written.
-func parseGrants(specs []string) ([]auth.Grant, error) {
-	if len(specs) == 0 {
-		return nil, cmdline.Usagef("at least one --grant RESTAURANT=SCOPE[,SCOPE...] is required")
+// parseGrants validates every --grant, and every line of the grants file
+// when one is named ("-": standard input), before anything is written.
+func parseGrants(cmd *cobra.Command, specs []string, file string) ([]auth.Grant, error) {
+	if len(specs) == 0 && file == "" {
+		return nil, cmdline.Usagef("at least one --grant RESTAURANT=SCOPE[,SCOPE...] or a --grants-file is required")
 	}
 	out := make([]auth.Grant, 0, len(specs))
 	for _, s := range specs {
@@ -33,21 +35,52 @@ func parseGrants(specs []string) ([]auth.Grant, error) {
 		}
 		out = append(out, g)
 	}
-	return out, nil
+	if file == "" {
+		return out, nil
+	}
+	in := cmd.InOrStdin()
+	name := "standard input"
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, cmdline.Usage(err)
+		}
+		defer f.Close()
+		in, name = f, file
+	}
+	gs, err := auth.ReadGrantSpecs(in)
+	if err != nil {
+		return nil, cmdline.Usagef("%s: %w", name, err)
+	}
+	if len(gs) == 0 && len(out) == 0 {
+		return nil, cmdline.Usagef("%s holds no grant", name)
+	}
+	return append(out, gs...), nil
 }
 
+// grantsFileUsage is the --grants-file flag's usage, for both commands.
+const grantsFileUsage = "read grants from FILE (- for standard input), one RESTAURANT=SCOPE[,SCOPE...] per line as --grant takes them; " +
+	"blank lines and lines starting with # are skipped; with --grant, both count"
+
+// grantsLong is what both commands say about grants in their help.
+const grantsLong = "Grants come from --grant flags and from --grants-file, one RESTAURANT=SCOPE[,SCOPE...] per line " +
+	"(blank lines and # comments skipped): a key of 20,000 restaurants does not fit on a command line. Every line is " +
+	"checked, and every restaurant must be enabled, before anything is written; the grants go in by batches in one " +
+	"transaction."
+
 func keysCreateCmd() *cobra.Command {
-	var label, expiresIn string
+	var label, expiresIn, grantsFile string
 	var grants []string
 	cmd := &cobra.Command{
-		Use:   "create --name LABEL --grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...] [--expires-in DURATION]",
+		Use:   "create --name LABEL (--grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...] | --grants-file FILE) [--expires-in DURATION]",
 		Short: "Create a key; prints the full key alone on stdout, once",
+		Long:  "Creates a key with its grants in one transaction and prints the full key alone on standard output, once. " + grantsLong,
 		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(label) == "" {
 				return cmdline.Usagef("--name LABEL is required")
 			}
-			gs, err := parseGrants(grants)
+			gs, err := parseGrants(cmd, grants, grantsFile)
 			if err != nil {
 				return err
 			}
@@ -72,13 +105,14 @@ func keysCreateCmd() *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), issued.Full)
 			fmt.Fprintf(cmd.ErrOrStderr(), "created key %s (%s), expires %s, grants %s\n",
-				info.PublicID, info.Label, formatTime(info.ExpiresAt), grantsText(info.Grants))
+				info.PublicID, info.Label, formatTime(info.ExpiresAt), grantsSummary(info.Grants))
 			fmt.Fprintln(cmd.ErrOrStderr(), "the key above is shown only now; store it in the partner's secret store")
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&label, "name", "", "label identifying the partner and purpose (required)")
-	cmd.Flags().StringArrayVar(&grants, "grant", nil, "RESTAURANT=SCOPE[,SCOPE...]; repeatable (at least one)")
+	cmd.Flags().StringArrayVar(&grants, "grant", nil, "RESTAURANT=SCOPE[,SCOPE...]; repeatable (at least one, or --grants-file)")
+	cmd.Flags().StringVar(&grantsFile, "grants-file", "", grantsFileUsage)
 	cmd.Flags().StringVar(&expiresIn, "expires-in", "", "optional lifetime, e.g. 90d or 720h")
 	return cmd
 }
@@ -147,6 +181,20 @@ func toKeyView(k store.KeyInfo, now time.Time) keyView {
 	return v
 }
 
+// grantsSummary is grantsText for a message: a key of 20,000 restaurants
+// is named by its first few and a count.
+func grantsSummary(gs []auth.Grant) string {
+	const shown = 3
+	if len(gs) <= 2*shown {
+		return grantsText(gs)
+	}
+	scopes := 0
+	for _, g := range gs {
+		scopes += len(g.Scopes)
+	}
+	return fmt.Sprintf("%s and %d more restaurants (%d restaurants, %d scopes in all)", grantsText(gs[:shown]), len(gs)-shown, len(gs), scopes)
+}
+
 func grantsText(gs []auth.Grant) string {
 	if len(gs) == 0 {
 		return "-"
@@ -191,15 +239,18 @@ func keysRevokeCmd() *cobra.Command {
 
 func keysGrantCmd() *cobra.Command {
 	var grants []string
+	var grantsFile string
 	cmd := &cobra.Command{
-		Use:   "grant PUBLIC_ID --grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...]",
+		Use:   "grant PUBLIC_ID (--grant RESTAURANT=SCOPE[,SCOPE...] [--grant ...] | --grants-file FILE)",
 		Short: "Add scopes to a key (idempotent)",
-		Args:  cmdline.ExactArgs(1),
+		Long: "Adds scopes to a key; scopes it holds already are left as they are. Every server honours them when it " +
+			"returns (about a second after the commit). " + grantsLong,
+		Args: cmdline.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requirePublicID(args[0]); err != nil {
 				return err
 			}
-			gs, err := parseGrants(grants)
+			gs, err := parseGrants(cmd, grants, grantsFile)
 			if err != nil {
 				return err
 			}
@@ -211,11 +262,12 @@ func keysGrantCmd() *cobra.Command {
 			if err := st.KeyGrant(cmd.Context(), args[0], gs); err != nil {
 				return adminError(err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "key %s granted %s\n", args[0], grantsText(gs))
+			fmt.Fprintf(cmd.ErrOrStderr(), "key %s granted %s\n", args[0], grantsSummary(gs))
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&grants, "grant", nil, "RESTAURANT=SCOPE[,SCOPE...]; repeatable")
+	cmd.Flags().StringVar(&grantsFile, "grants-file", "", grantsFileUsage)
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -28,10 +29,28 @@ func TestPrincipalIndexesGrants(t *testing.T) {
 	require.False(t, p.Empty())
 	require.True(t, NewPrincipal(1, "pub", nil).Empty())
 
-	// Callers get copies: changing them changes nothing of the principal.
+	// Scopes answers a copy; Grants the principal's own list, made once
+	// (no request copies a key's grants).
 	p.Scopes("r1")[0] = "x"
-	p.Grants()[0].Scopes[0] = "x"
 	require.True(t, p.Can("r1", "areas:read"))
+	require.Same(t, &p.Grants()[0], &p.Grants()[0])
+}
+
+// Grants loaded as the store loads them (each restaurant once, scopes
+// sorted, one list shared by the restaurants holding the same scopes) are
+// kept as they are; anything else is copied before it is sorted, never
+// sorted in the caller's memory.
+func TestPrincipalSharesSortedScopeLists(t *testing.T) {
+	shared := []string{"areas:read", "cooling:read"}
+	unsorted := []string{"users:read", "areas:read"}
+	p := NewPrincipal(1, "k", []Grant{{RestaurantID: "r2", Scopes: shared}, {RestaurantID: "r1", Scopes: shared},
+		{RestaurantID: "r3", Scopes: unsorted}})
+	require.Equal(t, []string{"r1", "r2", "r3"}, []string{p.Grants()[0].RestaurantID, p.Grants()[1].RestaurantID, p.Grants()[2].RestaurantID})
+	require.Same(t, &shared[0], &p.Grants()[0].Scopes[0])
+	require.Same(t, &shared[0], &p.Grants()[1].Scopes[0])
+	require.Equal(t, []string{"users:read", "areas:read"}, unsorted, "the caller's list is left as it was")
+	require.Equal(t, []string{"areas:read", "users:read"}, p.Grants()[2].Scopes)
+	require.Equal(t, 3, p.Restaurants())
 }
 
 // Revocation wins over expiry, expiry over a key without grants; each
@@ -82,7 +101,12 @@ func TestIndexedKeyRecordChecksAsBefore(t *testing.T) {
 	require.Empty(t, reason)
 	got, reason := indexed.Check(cred, now)
 	require.Empty(t, reason)
-	require.Equal(t, want, got)
+	require.Equal(t, want.KeyID, got.KeyID)
+	require.Equal(t, want.KeyPublicID, got.KeyPublicID)
+	require.Equal(t, want.KeyExpiresAt, got.KeyExpiresAt)
+	require.Equal(t, want.Grants(), got.Grants())
+	require.Equal(t, want.Reach(), got.Reach())
+	require.Equal(t, want.Streams(), got.Streams())
 	again, _ := indexed.Check(cred, now)
 	require.Same(t, got, again)
 	for _, r := range []*KeyRecord{plain, indexed} {
@@ -94,4 +118,30 @@ func TestIndexedKeyRecordChecksAsBefore(t *testing.T) {
 	indexed.RevokedAt = nil
 	_, reason = indexed.Check(cred, expires)
 	require.Equal(t, ReasonExpired, reason)
+}
+
+// A grants file reads as the --grant flags would, line by line, and the
+// first line that does not read fails the whole file with its number.
+func TestReadGrantSpecs(t *testing.T) {
+	_, err := ReadGrantSpecs(strings.NewReader("# partner Acme\n\nr1=areas:read,deliveries:read\r\n  r2 = users:read \nr1=areas:write\n"))
+	require.Error(t, err, "a space before = is not part of an id")
+	got, err := ReadGrantSpecs(strings.NewReader("# partner Acme\n\nr1=areas:read, deliveries:read\r\n  r2=users:read \nr1=areas:write"))
+	require.NoError(t, err)
+	require.Equal(t, []Grant{{RestaurantID: "r1", Scopes: []string{"areas:read", "deliveries:read"}},
+		{RestaurantID: "r2", Scopes: []string{"users:read"}}, {RestaurantID: "r1", Scopes: []string{"areas:write"}}}, got)
+
+	got, err = ReadGrantSpecs(strings.NewReader(""))
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	for _, c := range []struct{ in, want string }{
+		{"r1=areas:read\nr2\n", "line 2: grant \"r2\": want RESTAURANT=SCOPE"},
+		{"r1=areas:read\n\n# x\nr2=areas:reed\n", "line 4: grant \"r2=areas:reed\": unknown scope \"areas:reed\""},
+		{"r/1=areas:read\n", "line 1: grant \"r/1=areas:read\": \"r/1\" is not a valid restaurant id"},
+		{"r1=\n", "line 1: grant \"r1=\": want RESTAURANT=SCOPE"},
+		{"r1=areas:read\n" + strings.Repeat("x", MaxGrantLine+1) + "\n", "line 2: longer than 16384 bytes"},
+	} {
+		_, err := ReadGrantSpecs(strings.NewReader(c.in))
+		require.ErrorContains(t, err, c.want)
+	}
 }

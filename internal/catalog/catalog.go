@@ -70,6 +70,11 @@ const (
 	DeliveryImagesWrite = "delivery-images:write"
 )
 
+// DeliveryStream is the name a restaurant's deliveries go by among its
+// streams: GET /v1/changes lists it beside the collections, and a key
+// reads it with DeliveriesRead.
+const DeliveryStream = "deliveries"
+
 var (
 	byName = func() map[string]Collection {
 		m := make(map[string]Collection, len(Collections))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
@@ -70,6 +71,11 @@ type API struct {
 	uploads *uploadSlots
 	// health is what the health routes keep between requests.
 	health healthState
+	// compress compresses the answers of every route not marked Raw.
+	compress gin.HandlerFunc
+	// largeAnswers is the budget of MCP answers being encoded at once
+	// (mcp_answers.go).
+	largeAnswers *semaphore.Weighted
 }
 
 // trustedProxies is gin's form of the setting; nil trusts nobody.
@@ -93,6 +99,7 @@ func New(d Deps) (*gin.Engine, error) {
 		metrics: d.Metrics, now: d.Now}
 	a.files, _ = d.Blobs.(*blob.FS)
 	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax)
+	a.largeAnswers = newLargeAnswers()
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -101,6 +108,9 @@ func New(d Deps) (*gin.Engine, error) {
 		return nil, err
 	}
 	if a.openapiJSON, err = marshalDocument(doc); err != nil {
+		return nil, err
+	}
+	if a.compress, err = newCompressor(); err != nil {
 		return nil, err
 	}
 	gin.SetMode(gin.ReleaseMode)

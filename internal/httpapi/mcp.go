@@ -46,6 +46,10 @@ type mcpCall struct {
 	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
 	rpcError bool
 	panicked bool
+	// held is what the answer holds of the budget of large answers
+	// (mcp_answers.go), given back once it is written (answered).
+	held     int64
+	answered bool
 }
 
 type mcpCallKey struct{}
@@ -109,6 +113,7 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 	call := &mcpCall{principal: p, groups: toolGroupsOf(p), requestID: requestID(c), baseURL: a.baseURL(c)}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), mcpCallKey{}, call))
 	w := &sdkWriter{ResponseWriter: c.Writer}
+	defer a.releaseAnswer(call)
 	a.mcpHandler.ServeHTTP(w, c.Request)
 	if w.failed != 0 {
 		if res, ok := methodNotFound(w.failed, w.text.String(), body, call); ok {

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,4 +39,25 @@ func TestRenderTextOfDeliveries(t *testing.T) {
 	} {
 		require.Equal(t, c.want, renderText("list_deliveries", c.out), name)
 	}
+}
+
+// Restaurants holding the same scopes in a row share one line: a key of
+// many restaurants with one set of scopes reads as its ids and the set
+// once, and a key whose restaurants differ reads as before, one a line.
+func TestRenderTextOfRestaurants(t *testing.T) {
+	all := []string{"areas:read", "deliveries:read"}
+	out := wire.RestaurantList{Data: []wire.RestaurantGrant{
+		{RestaurantID: "r1", Scopes: all}, {RestaurantID: "r2", Scopes: []string{"areas:read", "deliveries:read"}},
+		{RestaurantID: "r3", Scopes: []string{"cooling:read"}}, {RestaurantID: "r4", Scopes: all},
+	}}
+	require.Equal(t, "4 restaurants this key reaches:\n- r1, r2: areas:read, deliveries:read\n- r3: cooling:read\n"+
+		"- r4: areas:read, deliveries:read", renderText("list_restaurants", out))
+	require.Equal(t, "0 restaurants this key reaches:", renderText("list_restaurants", wire.RestaurantList{Data: []wire.RestaurantGrant{}}))
+	many := wire.RestaurantList{Data: make([]wire.RestaurantGrant, 20_000)}
+	for i := range many.Data {
+		many.Data[i] = wire.RestaurantGrant{RestaurantID: fmt.Sprintf("r%05d", i), Scopes: all}
+	}
+	text := renderText("list_restaurants", many)
+	require.Equal(t, 2, strings.Count(text, "\n")+1)
+	require.Less(t, len(text), 200_000)
 }

@@ -42,24 +42,22 @@ const (
 	groupImages
 )
 
-// toolGroupsOf is the set of groups the principal's grants open.
+// toolGroupsOf is the set of groups the principal's grants open, from
+// what it holds anywhere (made once per key, auth.Principal.Reach).
 func toolGroupsOf(p *auth.Principal) toolGroup {
 	var g toolGroup
-	for _, gr := range p.Grants() {
-		if slices.Contains(gr.Scopes, catalog.DeliveriesRead) {
-			g |= groupDeliveries
-			if slices.Contains(gr.Scopes, catalog.DeliveryImagesRead) {
-				g |= groupImages
-			}
-		}
-		for _, c := range catalog.Collections {
-			if slices.Contains(gr.Scopes, c.ReadScope()) {
-				g |= groupRecords
-				if c.CarriesFiles {
-					g |= groupFiles
-				}
-			}
-		}
+	r := p.Reach()
+	if r.Deliveries {
+		g |= groupDeliveries
+	}
+	if r.DeliveryImages {
+		g |= groupImages
+	}
+	if r.Records {
+		g |= groupRecords
+	}
+	if r.Files {
+		g |= groupFiles
 	}
 	return g
 }
@@ -445,6 +443,9 @@ func (a *API) toolHandler(t mcpTool) mcp.ToolHandler {
 			}
 		}()
 		out, err := a.runTool(ctx, call, &t, req.Params.Arguments)
+		if err == nil {
+			err = a.holdAnswer(ctx, call, out)
+		}
 		if err != nil {
 			call.mu.Lock()
 			call.toolError = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"reflect"
 	"sync"
@@ -78,12 +79,39 @@ func (a *API) serve(o operation) handler {
 		if err != nil {
 			return err
 		}
+		if jw, ok := out.(jsonWriter); ok {
+			writeStreamed(c, jw)
+			return nil
+		}
 		if ap, ok := out.(jsonAppender); ok && writeAppended(c, ap) {
 			return nil
 		}
 		writePureJSON(c, out)
 		return nil
 	}
+}
+
+// jsonWriter is a result that may be too large to hold as one answer (a
+// key's restaurants), which writes its JSON to the response in pieces
+// made in buf, and returns the buffer it used.
+type jsonWriter interface {
+	WriteJSON(w io.Writer, buf []byte) ([]byte, error)
+}
+
+// writeStreamed answers what jw writes, as PureJSON would (same type,
+// same bytes), in pieces made in a kept buffer: a short answer is one
+// write (with a Content-Length), a long one goes out chunked as it is
+// made. A failure to write is the client's connection going away: there
+// is no one to tell.
+func writeStreamed(c *gin.Context, jw jsonWriter) {
+	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Status(http.StatusOK)
+	bp := bodyBuffers.Get().(*[]byte)
+	b, _ := jw.WriteJSON(c.Writer, *bp)
+	if cap(b) <= maxPooledBody {
+		*bp = b[:0]
+	}
+	bodyBuffers.Put(bp)
 }
 
 // jsonAppender is a result that writes its own JSON (wire.WalkPage and

@@ -45,6 +45,9 @@ type route struct {
 	// Doc documents the route; method, path, security, rate limit and the
 	// failures implied by the fields above are filled in by op().
 	Doc openapi.Op
+	// Raw marks a route whose answer is stored bytes (a file download,
+	// ranges included): never compressed (compress.go).
+	Raw bool
 }
 
 var (
@@ -213,8 +216,10 @@ func (a *API) routes() []route {
 				Query: []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
 				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 
-		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
-		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Doc: fileDoc("headFile", "A file's headers, with a signed URL")},
+		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,
+			Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
+		{Method: "HEAD", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,
+			Doc: fileDoc("headFile", "A file's headers, with a signed URL")},
 
 		{Method: "POST", Path: "/v1/mobile/sessions", Access: accessPartner, Handler: a.sessionCreate, Doc: openapi.Op{
 			ID: "createMobileSession", Tag: "Sessions", Summary: "Exchange a device key for a session token",
@@ -281,6 +286,9 @@ func (r route) op() openapi.Op {
 // request without credentials is a 401 whatever its query (spec 5.3).
 func (a *API) chain(r route) []gin.HandlerFunc {
 	var hs []gin.HandlerFunc
+	if !r.Raw {
+		hs = append(hs, a.compress)
+	}
 	switch r.Access {
 	case accessOpen:
 		hs = append(hs, a.limitOpen, a.strictQuery)

@@ -67,14 +67,7 @@ func (a *API) sessionCreate(c *gin.Context) error {
 	return nil
 }
 
-func holdsWriteScope(p *auth.Principal) bool {
-	for _, g := range p.Grants() {
-		if slices.ContainsFunc(g.Scopes, catalog.IsWriteScope) {
-			return true
-		}
-	}
-	return false
-}
+func holdsWriteScope(p *auth.Principal) bool { return p.Reach().Writes }
 
 // narrow computes the token's grants: the key's, limited to one restaurant
 // and/or to the requested scopes. Asking for anything the key does not

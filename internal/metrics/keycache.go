@@ -12,8 +12,10 @@ type KeyCache struct {
 	Size int
 	// Hits, Misses (looked up, then cached) and Bypasses (looked up
 	// because the cache was off) count key authentications; Changes
-	// counts key changes heard.
-	Hits, Misses, Bypasses, Changes uint64
+	// counts key changes heard, Unreadable those whose payload named no
+	// key (each dropped every key); DatabaseLookups counts the lookups
+	// run (concurrent misses of one key share one).
+	Hits, Misses, Bypasses, Changes, Unreadable, DatabaseLookups uint64
 }
 
 // WatchKeyCache exports the key cache's state and counters. An operator
@@ -30,16 +32,20 @@ func (m *Metrics) WatchKeyCache(stats func() KeyCache) {
 		size: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "keys"),
 			"Keys held by the key cache.", nil, nil),
 		lookups: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "lookups_total"),
-			"Key authentications by how the key was found: hit (from the cache), miss (looked up, then cached), bypass (looked up: cache off or not live).",
+			"Key authentications by how the key was found: hit (from the cache), miss (looked up, or waiting on the lookup of the same key another request started, then cached), bypass (looked up: cache off or not live).",
 			[]string{"result"}, nil),
 		changes: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "changes_heard_total"),
-			"Key changes heard by the listener; each drops every cached key.", nil, nil),
+			"Key changes heard by the listener; each drops the key it names, or every cached key.", nil, nil),
+		unreadable: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "changes_unreadable_total"),
+			"Key changes heard whose payload names no key this release can read; each dropped every cached key.", nil, nil),
+		database: prometheus.NewDesc(prometheus.BuildFQName(namespace, "key_cache", "database_lookups_total"),
+			"Key lookups run in the database: one per bypass, one per miss except that concurrent misses of one key share one.", nil, nil),
 	})
 }
 
 type keyCacheCollector struct {
-	stats                        func() KeyCache
-	live, size, lookups, changes *prometheus.Desc
+	stats                                              func() KeyCache
+	live, size, lookups, changes, unreadable, database *prometheus.Desc
 }
 
 func (k *keyCacheCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -47,6 +53,8 @@ func (k *keyCacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- k.size
 	ch <- k.lookups
 	ch <- k.changes
+	ch <- k.unreadable
+	ch <- k.database
 }
 
 func (k *keyCacheCollector) Collect(ch chan<- prometheus.Metric) {
@@ -61,4 +69,6 @@ func (k *keyCacheCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(k.lookups, prometheus.CounterValue, float64(s.Misses), "miss")
 	ch <- prometheus.MustNewConstMetric(k.lookups, prometheus.CounterValue, float64(s.Bypasses), "bypass")
 	ch <- prometheus.MustNewConstMetric(k.changes, prometheus.CounterValue, float64(s.Changes))
+	ch <- prometheus.MustNewConstMetric(k.unreadable, prometheus.CounterValue, float64(s.Unreadable))
+	ch <- prometheus.MustNewConstMetric(k.database, prometheus.CounterValue, float64(s.DatabaseLookups))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -36,7 +37,7 @@ func (p *DeliveryPos) Valid() bool {
 // DeliveryStream is the collection_streams name of a restaurant's
 // delivery stream: the counter of its deliveries in receive order. It is
 // no collection's name, and GET /v1/changes reports it as "deliveries".
-const DeliveryStream = "deliveries"
+const DeliveryStream = catalog.DeliveryStream
 
 // errDeliveryExists rolls back a delivery insert whose id was taken.
 var errDeliveryExists = errors.New("the delivery exists")

@@ -9,3 +9,9 @@ var (
 	// request had committed right after it.
 	IngestNew = (*Store).ingestNew
 )
+
+// The two ways StreamsChanged lists a page, each on its own.
+var (
+	StreamsChangedScan  = (*Store).streamsChangedScan
+	StreamsChangedProbe = (*Store).streamsChangedProbe
+)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/metrics"
@@ -18,13 +19,16 @@ import (
 )
 
 // The key cache saves the key lookup, one of a read's two round trips:
-// a server remembers the keys it has authenticated (with their grants)
-// and forgets them all whenever any key changes. Revocation stays
-// immediate in the spec's sense because of four rules:
+// a server remembers the keys it has authenticated (with their grants,
+// indexed once: auth.KeyRecord.Index) and forgets a key whenever it
+// changes. Revocation stays immediate in the spec's sense because of four
+// rules:
 //
 //  1. Every change to api_keys or key_grants, by the key commands or by
-//     hand, is announced on keyChannel when it commits (the statement
-//     triggers of migration 00012).
+//     hand, is announced on keyChannel when it commits, naming the keys
+//     it changed, or '*' for all of them (the statement triggers of
+//     migrations 00012 and 00021). A server forgets the keys named, and
+//     every key on '*' or on a payload it cannot read.
 //  2. A server uses its cache only while its listening connection is
 //     up and was proved, less than keyMaxSilence ago by both the
 //     monotonic and the wall clock (a suspended host stops the first),
@@ -33,15 +37,22 @@ import (
 //     its next ReadyForQuery, so a proof answered means every change
 //     committed before it was sent has been heard. Otherwise every
 //     request looks its key up, as without a cache.
-//  3. A lookup fills the cache only if no change was heard since it
-//     started (a generation number), so a read that raced a revocation
-//     cannot put the old key back.
+//  3. A lookup fills the cache only if no change of its key (nor of every
+//     key) was heard since it started, so a read that raced a revocation
+//     cannot put the old key back; and a request that arrives once a
+//     change of its key was heard never waits for a lookup begun before
+//     it, but starts its own.
 //  4. The store's key commands return keyMaxSilence (plus a margin)
 //     after their commit. By then every server has either heard the
 //     change (normally within milliseconds) or stopped trusting its
 //     cache by rule 2, including a server whose connection died in a way
 //     it has not noticed and which no list of listeners would show. So
 //     when `foodsafe keys revoke` returns, no server accepts the key.
+//
+// Concurrent requests of a key the cache does not hold share one lookup
+// (rule 3 decides who may join it): a key of 20,000 restaurants polled a
+// hundred times a second costs one lookup when it changes, not one per
+// request until the first returns.
 //
 // On Citus the cache stays off (keys are reference tables whose triggers
 // fire on the workers; the coordinator-side guarantee is untested there).
@@ -60,6 +71,11 @@ const (
 	keyWaitMargin = 100 * time.Millisecond
 	// keyCacheMax bounds the cache; beyond it keys are looked up.
 	keyCacheMax = 10_000
+	// keyAll is the payload that names every key.
+	keyAll = "*"
+	// keyLookupTimeout bounds a shared lookup, which runs on for the
+	// requests still waiting when the one that started it hangs up.
+	keyLookupTimeout = 30 * time.Second
 )
 
 // keyCache is one server's cache of key lookups. Only keys that exist
@@ -68,36 +84,58 @@ const (
 type keyCache struct {
 	mu      sync.Mutex
 	entries map[string]*auth.KeyRecord
-	// gen changes with every change heard and every listener state
-	// change; a fill carries the generation it started under.
-	gen  uint64
-	live bool
+	// flights are the shared lookups under way, by public id; a change
+	// heard while one runs marks it stale and takes it out of the map.
+	flights map[string]*keyFlight
+	live    bool
 	// proved is when the last ping that succeeded was sent.
 	proved time.Time
+	// lookups shares the lookups of one key (under its public id).
+	lookups singleflight.Group
 
-	hits, misses, bypasses, changes atomic.Uint64
+	hits, misses, bypasses, changes, unreadable, dbLookups atomic.Uint64
 }
 
-// get returns the cached record of publicID (nil when not held), the
-// generation to fill under, and whether the cache may be used at all.
-func (c *keyCache) get(publicID string, now time.Time) (*auth.KeyRecord, uint64, bool) {
+// keyFlight is one shared lookup; stale once a change of its key was
+// heard after it started: its result may predate the change.
+type keyFlight struct{ stale bool }
+
+// get returns the cached record of publicID (nil when not held), and
+// whether the cache may be used at all.
+func (c *keyCache) get(publicID string, now time.Time) (*auth.KeyRecord, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.usable(now) {
-		return nil, 0, false
+		return nil, false
 	}
-	return c.entries[publicID], c.gen, true
+	return c.entries[publicID], true
 }
 
 func (c *keyCache) usable(now time.Time) bool {
 	return c.live && now.Sub(c.proved) < keyMaxSilence && now.Round(0).Sub(c.proved.Round(0)) < keyMaxSilence
 }
 
-// put caches rec unless anything was heard since gen was read.
-func (c *keyCache) put(publicID string, rec *auth.KeyRecord, gen uint64) {
+// begin registers a shared lookup of publicID about to read the database.
+func (c *keyCache) begin(publicID string) *keyFlight {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.live || c.gen != gen || len(c.entries) >= keyCacheMax {
+	f := &keyFlight{stale: !c.live}
+	if c.flights == nil {
+		c.flights = make(map[string]*keyFlight)
+	}
+	c.flights[publicID] = f
+	return f
+}
+
+// end caches what flight f found (rec, nil for no key) unless a change
+// of the key was heard since it began.
+func (c *keyCache) end(publicID string, f *keyFlight, rec *auth.KeyRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flights[publicID] == f {
+		delete(c.flights, publicID)
+	}
+	if f.stale || rec == nil || !c.live || len(c.entries) >= keyCacheMax {
 		return
 	}
 	if c.entries == nil {
@@ -106,13 +144,51 @@ func (c *keyCache) put(publicID string, rec *auth.KeyRecord, gen uint64) {
 	c.entries[publicID] = rec
 }
 
-// forget drops every key: a change was heard.
-func (c *keyCache) forget() {
+// heard applies one notification: the payload names a key, or every key.
+func (c *keyCache) heard(payload string) {
+	switch {
+	case payload == keyAll:
+		c.forgetAll()
+	case auth.ValidPublicID(payload):
+		c.forget(payload)
+	default:
+		// A release that names keys another way: forgetting everything is
+		// always safe.
+		c.unreadable.Add(1)
+		c.forgetAll()
+	}
+}
+
+// forget drops one key: a change of it was heard.
+func (c *keyCache) forget(publicID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
-	clear(c.entries)
+	delete(c.entries, publicID)
+	if f, ok := c.flights[publicID]; ok {
+		f.stale = true
+		delete(c.flights, publicID)
+	}
+	// Also a lookup that has not begun yet: the next request starts anew.
+	c.lookups.Forget(publicID)
 	c.changes.Add(1)
+}
+
+// forgetAll drops every key: a change of every key was heard.
+func (c *keyCache) forgetAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropAll()
+	c.changes.Add(1)
+}
+
+// dropAll forgets every key and every lookup under way; c.mu is held.
+func (c *keyCache) dropAll() {
+	clear(c.entries)
+	for publicID, f := range c.flights {
+		f.stale = true
+		c.lookups.Forget(publicID)
+	}
+	clear(c.flights)
 }
 
 // setLive turns the cache on (the listener has just started listening,
@@ -122,8 +198,7 @@ func (c *keyCache) forget() {
 func (c *keyCache) setLive(live bool, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
-	clear(c.entries)
+	c.dropAll()
 	c.live, c.proved = live, now
 }
 
@@ -139,7 +214,8 @@ func (c *keyCache) stats(now time.Time) metrics.KeyCache {
 	live, size := c.usable(now), len(c.entries)
 	c.mu.Unlock()
 	return metrics.KeyCache{Live: live, Size: size, Hits: c.hits.Load(), Misses: c.misses.Load(),
-		Bypasses: c.bypasses.Load(), Changes: c.changes.Load()}
+		Bypasses: c.bypasses.Load(), Changes: c.changes.Load(), Unreadable: c.unreadable.Load(),
+		DatabaseLookups: c.dbLookups.Load()}
 }
 
 // KeyCacheStats reads the key cache's state and counters for /metrics.
@@ -201,7 +277,7 @@ func (s *Store) listenOnce(ctx context.Context, log *slog.Logger) (listened bool
 	// Runs on this goroutine, inside whichever call reads the message.
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 		if n.Channel == keyChannel {
-			s.keys.forget()
+			s.keys.heard(n.Payload)
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

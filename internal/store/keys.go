@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
@@ -31,37 +32,87 @@ func (k KeyInfo) State(now time.Time) string {
 
 // KeyForAuth loads a key and its grants by public id, or nil when no key
 // has that id. Answered from the key cache when it is on (keycache.go),
-// and for an id found unknown shortly before, from unknownkeys.go; the
-// record returned is shared and must not be modified.
+// where concurrent misses of one key share one lookup, and for an id
+// found unknown shortly before, from unknownkeys.go; the record returned
+// is shared and must not be modified.
 func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
 	if s.unknown.has(publicID, time.Now()) {
 		return nil, nil
 	}
-	rec, gen, cached := s.keys.get(publicID, time.Now())
+	rec, cached := s.keys.get(publicID, time.Now())
 	switch {
 	case rec != nil:
 		s.keys.hits.Add(1)
 		return rec, nil
-	case cached:
-		s.keys.misses.Add(1)
-	default:
+	case !cached:
 		s.keys.bypasses.Add(1)
+		return s.keyLookup(ctx, publicID)
 	}
-	r, err := s.q.KeyAuthLookup(ctx, publicID)
-	if ok, err := found(err); !ok {
-		if err == nil {
-			s.unknown.add(publicID, time.Now())
+	ch := s.keys.lookups.DoChan(publicID, func() (any, error) {
+		f := s.keys.begin(publicID)
+		// Not the caller's context: others may be waiting on this lookup
+		// when the caller hangs up.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyLookupTimeout)
+		defer cancel()
+		rec, err := s.keyLookup(ctx, publicID)
+		if rec != nil {
+			rec.Index()
 		}
-		return nil, err
+		s.keys.end(publicID, f, rec)
+		return rec, err
+	})
+	// Counted once joined, so that a count of misses says how many
+	// requests are attached to lookups.
+	s.keys.misses.Add(1)
+	select {
+	case <-ctx.Done():
+		return nil, translate(ctx.Err())
+	case r := <-ch:
+		rec, _ := r.Val.(*auth.KeyRecord)
+		return rec, r.Err
 	}
-	rec = &auth.KeyRecord{
-		ID: r.ID, PublicID: r.PublicID, SecretDigest: r.SecretSha256,
-		ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt,
-		Grants: zipGrants(r.GrantRestaurants, r.GrantScopes),
+}
+
+// keyLookup reads a key and its grants (KeyAuthLookup: one row per
+// restaurant, its scopes joined). Every restaurant holding the same scopes
+// shares one scope list, sorted and unique, so the principal made from the
+// record works out what a list opens once, not once per restaurant, and a
+// key of 20,000 restaurants holds one list, not 20,000.
+func (s *Store) keyLookup(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
+	s.keys.dbLookups.Add(1)
+	rows, err := s.q.KeyAuthLookup(ctx, publicID)
+	if err != nil {
+		return nil, translate(err)
 	}
-	if cached {
-		rec.Index()
-		s.keys.put(publicID, rec, gen)
+	if len(rows) == 0 {
+		s.unknown.add(publicID, time.Now())
+		return nil, nil
+	}
+	r := rows[0]
+	rec := &auth.KeyRecord{ID: r.ID, PublicID: r.PublicID, SecretDigest: r.SecretSha256,
+		ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt}
+	if r.RestaurantID == "" {
+		return rec, nil // a key without grants
+	}
+	rec.Grants = make([]auth.Grant, len(rows))
+	// By the list as received, then by the sorted list: one order of a
+	// set is what the rows almost always hold.
+	received, lists := map[string][]string{}, map[string][]string{}
+	for i, r := range rows {
+		scopes, ok := received[r.Scopes]
+		if !ok {
+			scopes = strings.Split(r.Scopes, ",")
+			slices.Sort(scopes)
+			scopes = slices.Clip(slices.Compact(scopes))
+			key := strings.Join(scopes, ",")
+			if l, ok := lists[key]; ok {
+				scopes = l
+			} else {
+				lists[key] = scopes
+			}
+			received[r.Scopes] = scopes
+		}
+		rec.Grants[i] = auth.Grant{RestaurantID: r.RestaurantID, Scopes: scopes}
 	}
 	return rec, nil
 }
@@ -79,6 +130,40 @@ func zipGrants(restaurants, scopes []string) []auth.Grant {
 	return out
 }
 
+// grantBatch bounds the (restaurant, scope) pairs of one GrantAddMany: a
+// key of 20,000 restaurants x 25 scopes is ten statements.
+const grantBatch = 50_000
+
+// addGrants inserts grants in batches of grantBatch pairs (idempotent).
+func addGrants(ctx context.Context, q *db.Queries, keyID int64, grants []auth.Grant) error {
+	n := 0
+	for _, g := range grants {
+		n += len(g.Scopes)
+	}
+	p := db.GrantAddManyParams{KeyID: keyID, RestaurantIds: make([]string, 0, min(n, grantBatch)),
+		Scopes: make([]string, 0, min(n, grantBatch))}
+	flush := func() error {
+		if len(p.Scopes) == 0 {
+			return nil
+		}
+		err := q.GrantAddMany(ctx, p)
+		p.RestaurantIds, p.Scopes = p.RestaurantIds[:0], p.Scopes[:0]
+		return err
+	}
+	for _, g := range grants {
+		for _, scope := range g.Scopes {
+			p.RestaurantIds = append(p.RestaurantIds, g.RestaurantID)
+			p.Scopes = append(p.Scopes, scope)
+			if len(p.Scopes) == grantBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
 // KeyCreate stores a new key with its grants in one transaction. Every
 // restaurant must be enabled; otherwise nothing is written.
 func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string, expiresAt *time.Time, grants []auth.Grant) (KeyInfo, error) {
@@ -93,10 +178,8 @@ func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string,
 		if err != nil {
 			return err
 		}
-		for _, g := range grants {
-			if err := q.GrantAdd(ctx, db.GrantAddParams{KeyID: k.ID, RestaurantID: g.RestaurantID, Scopes: g.Scopes}); err != nil {
-				return err
-			}
+		if err := addGrants(ctx, q, k.ID, grants); err != nil {
+			return err
 		}
 		info = KeyInfo{PublicID: k.PublicID, Label: k.Label, CreatedAt: k.CreatedAt,
 			ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt, Grants: normaliseGrants(grants)}
@@ -153,12 +236,7 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 		if err := requireRestaurants(ctx, q, grants); err != nil {
 			return err
 		}
-		for _, g := range grants {
-			if err := q.GrantAdd(ctx, db.GrantAddParams{KeyID: k.ID, RestaurantID: g.RestaurantID, Scopes: g.Scopes}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return addGrants(ctx, q, k.ID, grants)
 	})
 }
 
@@ -206,26 +284,37 @@ func noSuchKey(publicID string) error {
 }
 
 // requireRestaurants fails with Invalid naming every restaurant that has not
-// been enabled.
+// been enabled (the first 20, and how many there are).
 func requireRestaurants(ctx context.Context, q *db.Queries, grants []auth.Grant) error {
 	ids := make([]string, 0, len(grants))
+	asked := make(map[string]bool, len(grants))
 	for _, g := range grants {
-		ids = append(ids, g.RestaurantID)
+		if !asked[g.RestaurantID] {
+			asked[g.RestaurantID] = true
+			ids = append(ids, g.RestaurantID)
+		}
 	}
 	found, err := q.RestaurantsExisting(ctx, ids)
 	if err != nil {
 		return err
 	}
+	for _, id := range found {
+		delete(asked, id)
+	}
+	if len(asked) == 0 {
+		return nil
+	}
 	var missing []string
 	for _, id := range ids {
-		if !slices.Contains(found, id) && !slices.Contains(missing, id) {
+		if asked[id] {
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) > 0 {
-		return apperr.New(apperr.Invalid, "restaurant not enabled: %v (run `foodsafe restaurants add ID` first)", missing)
+	if len(missing) > 20 {
+		return apperr.New(apperr.Invalid, "restaurants not enabled: %v and %d more (run `foodsafe restaurants add ID` first)",
+			missing[:20], len(missing)-20)
 	}
-	return nil
+	return apperr.New(apperr.Invalid, "restaurant not enabled: %v (run `foodsafe restaurants add ID` first)", missing)
 }
 
 // normaliseGrants merges grants per restaurant with sorted, unique scopes.

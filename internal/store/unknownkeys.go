@@ -54,6 +54,6 @@ func (u *unknownKeys) add(publicID string, now time.Time) {
 // KeyInMemory reports whether the key cache holds publicID, so that
 // authenticating it asks nothing of the database.
 func (s *Store) KeyInMemory(publicID string) bool {
-	rec, _, _ := s.keys.get(publicID, time.Now())
+	rec, _ := s.keys.get(publicID, time.Now())
 	return rec != nil
 }

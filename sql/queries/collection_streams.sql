@@ -57,6 +57,24 @@ WHERE s.restaurant_id COLLATE "C" = ANY(sqlc.arg(restaurant_ids)::text[])
 ORDER BY s.restaurant_id COLLATE "C", s.collection COLLATE "C"
 LIMIT sqlc.arg(max_rows);
 
+-- name: StreamsChangedSince :many
+-- Serves GET /v1/changes for a key of many restaurants: the streams of
+-- every restaurant last written by a transaction the snapshot (xmin,
+-- xmax, xip) could not see, oldest write first, at most max_rows; the
+-- caller keeps those its key reads. collection_streams_xact_idx: one
+-- range scan from xmin, which reads only the streams written since the
+-- previous listing's oldest running transaction, whoever's they are.
+-- Cheaper than StreamsChanged's probe per restaurant while fewer streams
+-- changed service-wide than the key has restaurants; the caller passes
+-- that bound as max_rows and probes per restaurant beyond it. On Citus it
+-- runs on every shard (each stops at max_rows).
+SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
+FROM collection_streams s
+WHERE s.changed_xact >= sqlc.arg(xmin)::bigint
+  AND (s.changed_xact >= sqlc.arg(xmax)::bigint OR s.changed_xact = ANY(sqlc.arg(xip)::bigint[]))
+ORDER BY s.changed_xact
+LIMIT sqlc.arg(max_rows);
+
 -- name: StreamHead :one
 -- Serves the delivery changes cursor: the stream's last position (0 when
 -- nothing was ever written), to tell an empty page from a position the

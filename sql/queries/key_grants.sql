@@ -1,7 +1,11 @@
--- name: GrantAdd :exec
--- Serves `keys create` and `keys grant`; idempotent. key_grants_pkey.
+-- name: GrantAddMany :exec
+-- Serves `keys create` and `keys grant`: many (restaurant, scope) pairs
+-- in one statement, as parallel arrays, so a key of 20,000 restaurants x
+-- 25 scopes is a few statements, not 20,000 round trips; idempotent.
+-- key_grants_pkey (the conflict arbiter). The two arrays have the same
+-- length, so the two unnest() run in step: element i of each is one row.
 INSERT INTO key_grants (key_id, restaurant_id, scope)
-SELECT sqlc.arg(key_id), sqlc.arg(restaurant_id), unnest(sqlc.arg(scopes)::text[])
+SELECT sqlc.arg(key_id), unnest(sqlc.arg(restaurant_ids)::text[]), unnest(sqlc.arg(scopes)::text[])
 ON CONFLICT DO NOTHING;
 
 -- name: GrantRemoveScopes :execrows

@@ -27,11 +27,15 @@
 # writers use 8 of them).
 #
 # Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
-#   [BENCH_ROWS="words"] [BENCH_DB=name]
+#   [BENCH_ROWS="words"] [BENCH_DB=name] [ENCODING=gzip|zstd]
 # BENCH_ROWS runs only the rows whose label contains one of the words
 # (e.g. BENCH_ROWS="deliveries walk" or BENCH_ROWS=ingest); default all.
 # BENCH_DB names the database (default foodsafe_bench_http, dropped
 # first), so two runs on one server do not drop each other's.
+# ENCODING makes every request accept that coding (Accept-Encoding), as
+# browsers and most HTTP clients do: answers above the compression
+# threshold come compressed (the bare stack never compresses). Without
+# it, wrk asks for none, and nothing is compressed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/load/common.sh
@@ -148,7 +152,9 @@ wrkrun() {
   shift $(( $# < 2 ? $# : 2 ))
   checkpoint
   dbticks "$DATABASE_URL" "$work/ticks.before"
-  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${lua[@]}" "$BASE$path" "$@" 2>&1)
+  local enc=()
+  [ -n "${ENCODING:-}" ] && enc=(-H "Accept-Encoding: $ENCODING")
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${enc[@]}" "${lua[@]}" "$BASE$path" "$@" 2>&1)
   dbticks "$DATABASE_URL" "$work/ticks.after"
   n=$(echo "$out" | awk '/ requests in / { print $1 }')
   echo "$out" |
@@ -193,7 +199,7 @@ barerun() {
 KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
-echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest)"
+echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest); Accept-Encoding: ${ENCODING:-none}"
 printf '%-42s %9s %8s %8s %9s %22s %22s %22s %9s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)" "× bare"
 # want LABEL: whether BENCH_ROWS selects the row.
 want() {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Partner API keys (fsk_<public_id>.<secret>). Looked up by public_id, or served from a server's key cache (FOODSAFE_KEY_CACHE), which statement triggers empty on every change through the channel foodsafe_keys; foodsafe keys revoke returns once every server has heard the change or stopped trusting its cache.
+// Partner API keys (fsk_<public_id>.<secret>). Looked up by public_id, or served from a server's key cache (FOODSAFE_KEY_CACHE), from which statement triggers drop each changed key (every key on TRUNCATE) through the channel foodsafe_keys; foodsafe keys revoke returns once every server has heard the change or stopped trusting its cache.
 type ApiKey struct {
 	ID int64
 	// Public half of the key; safe to quote in support conversations and logs.
