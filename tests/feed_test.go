@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,4 +287,172 @@ func countItems(r feedRun) int {
 		n += len(its)
 	}
 	return n
+}
+
+// syncCopy is what a client holds after a first sync through the feed:
+// each stream's records by id (deliveries by id) and the cursor and head
+// to go on from.
+type syncCopy struct {
+	records map[string]map[string]envelopeDoc
+	cursors map[string]feedStreamDoc
+}
+
+func newSyncCopy(run feedRun) syncCopy {
+	c := syncCopy{records: map[string]map[string]envelopeDoc{}, cursors: run.streams}
+	for k, its := range run.items {
+		c.records[k] = map[string]envelopeDoc{}
+		for _, it := range its {
+			if it.Record != nil {
+				c.records[k][it.Record.ID] = *it.Record
+			} else {
+				var d struct{ ID string }
+				_ = json.Unmarshal(it.Delivery, &d)
+				c.records[k][d.ID] = envelopeDoc{ID: d.ID}
+			}
+		}
+	}
+	return c
+}
+
+// catchUp does what a client does after the feed: list what changed from
+// the feed's changesCursor, and walk each stream whose head moved from the
+// cursor the feed gave for it (a stream the feed did not give, from its
+// beginning).
+func (a *app) catchUp(key string, c syncCopy, changes string) {
+	a.t.Helper()
+	listed, _ := a.readChanges(key, changes, 100)
+	for k, head := range listed {
+		held, ok := c.cursors[k]
+		if ok && held.Head == head {
+			continue
+		}
+		restaurant, stream, _ := strings.Cut(k, "/")
+		if c.records[k] == nil {
+			c.records[k] = map[string]envelopeDoc{}
+		}
+		if stream == catalog.DeliveryStream {
+			ids, _ := a.readDeliveryChanges(key, restaurant, held.ChangesCursor, 100)
+			for _, id := range ids {
+				c.records[k][id] = envelopeDoc{ID: id}
+			}
+			continue
+		}
+		recs, _ := a.walkFrom(key, restaurant, stream, 100, held.ChangesCursor)
+		for _, e := range recs {
+			c.records[k][e.ID] = e
+		}
+	}
+}
+
+// current is every readable stream as full walks read it now.
+func (a *app) current(key string) map[string]map[string]envelopeDoc {
+	a.t.Helper()
+	listed, _ := a.readChanges(key, "", 100)
+	out := map[string]map[string]envelopeDoc{}
+	for k := range listed {
+		restaurant, stream, _ := strings.Cut(k, "/")
+		out[k] = map[string]envelopeDoc{}
+		if stream == catalog.DeliveryStream {
+			ids, _ := a.readDeliveryChanges(key, restaurant, "", 100)
+			for _, id := range ids {
+				out[k][id] = envelopeDoc{ID: id}
+			}
+			continue
+		}
+		for _, e := range a.walkAll(key, restaurant, stream, 100) {
+			out[k][e.ID] = e
+		}
+	}
+	return out
+}
+
+// Writes made while a feed runs (to streams it has passed, the stream it
+// is in, streams it has not reached, a stream it will never reach because
+// it sorts before its position; records created, updated and deleted;
+// deliveries) are all seen: the feed's pages as of each stream's pin,
+// then the listing from the feed's changesCursor and the walks from the
+// per-stream cursors bring the copy to exactly what full walks read now.
+func TestRecordFeedSeesWritesMadeDuringIt(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	write, _ := feedFixture(a, 8)
+	read := feedReader(a, 8)
+	writes := []func(){
+		func() { a.put(write, "r00", "areas", "a9", "m-during-1", area("Passed stream")) },
+		func() { a.put(write, "r07", "areas", "a0", "m-during-2", area("Not reached, updated")) },
+		func() { a.tombstone(write, "r06", "areas", "a1", "m-during-3") },
+		func() { a.putDelivery(write, "r04", "d-during", time.Now()) },
+		func() { a.put(write, "r00", "cooling", "c1", "m-during-4", coolingData()) },
+		func() { a.put(write, "r03", "areas", "a0", "m-during-5", area("In progress or passed")) },
+		func() { a.tombstone(write, "r01", "areas", "a1", "m-during-6") },
+		func() { a.put(write, "r07", "cooling", "c1", "m-during-7", coolingData()) },
+	}
+	run := feedRun{items: map[string][]feedItemDoc{}, streams: map[string]feedStreamDoc{}}
+	cursor := ""
+	for page := 0; ; page++ {
+		require.Less(t, page, 1000)
+		p := a.feedStep(read, 2, cursor)
+		for _, it := range p.Data {
+			k := it.RestaurantID + "/" + it.Stream
+			run.items[k] = append(run.items[k], it)
+		}
+		for _, s := range p.Streams {
+			run.streams[s.RestaurantID+"/"+s.Stream] = s
+		}
+		if page < len(writes) {
+			writes[page]()
+		}
+		if p.NextCursor == nil {
+			run.changes = *p.ChangesCursor
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	require.Greater(t, len(run.streams), len(writes), "the feed outlasted the writes")
+	c := newSyncCopy(run)
+	a.catchUp(read, c, run.changes)
+	require.Equal(t, a.current(read), c.records, "the copy is what full walks read now")
+
+	// And again: nothing written since, nothing to walk.
+	listed, _ := a.readChanges(read, run.changes, 100)
+	require.Contains(t, listed, "r00/cooling", "a stream created during the feed is listed")
+}
+
+func coolingData() map[string]any {
+	return map[string]any{"timestamp": "1700000000000", "product": "Soup", "beginDate": "1700000000000", "beginTemperature": 70}
+}
+
+// A stream the feed is in stays pinned: a record deleted in it after the
+// feed's page returned some of its records comes, later in the same
+// stream, as it stood at the pin (a record created after the pin does not
+// come at all); the stream's changesCursor then walks the tombstone and
+// the new record.
+func TestRecordFeedPinsTheStreamItIsIn(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	write := a.newKey(grant("r1", "areas:write"))
+	read := a.newKey(grant("r1", "areas:read"))
+	for i := range 4 {
+		a.put(write, "r1", "areas", fmt.Sprintf("a%d", i), fmt.Sprintf("m%d", i), area(fmt.Sprintf("Area %d", i)))
+	}
+	p := a.feedStep(read, 2, "")
+	require.Len(t, p.Data, 2)
+	require.Empty(t, p.Streams, "the stream is not finished")
+	a.tombstone(write, "r1", "areas", "a3", "m-del")
+	a.put(write, "r1", "areas", "a4", "m-new", area("After the pin"))
+	q := a.feedStep(read, 10, *p.NextCursor)
+	require.Equal(t, []string{"a2", "a3"}, []string{q.Data[0].Record.ID, q.Data[1].Record.ID}, "as of the pin")
+	require.Len(t, q.Data, 2)
+	require.False(t, q.Data[1].Record.Deleted, "a3 as it stood at the pin")
+	require.Len(t, q.Streams, 1)
+	require.Equal(t, "4", q.Streams[0].Head, "the pin")
+	since, _ := a.walkFrom(read, "r1", "areas", 100, q.Streams[0].ChangesCursor)
+	require.Len(t, since, 2)
+	require.Equal(t, "a3", since[0].ID)
+	require.True(t, since[0].Deleted, "the deletion, as a tombstone")
+	require.Equal(t, "a4", since[1].ID)
+	require.NotNil(t, q.ChangesCursor)
+	listed, _ := a.readChanges(read, *q.ChangesCursor, 100)
+	require.Equal(t, "6", listed["r1/areas"], "the listing from the feed's start reports the stream written since")
 }
