@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -455,4 +457,217 @@ func TestRecordFeedPinsTheStreamItIsIn(t *testing.T) {
 	require.NotNil(t, q.ChangesCursor)
 	listed, _ := a.readChanges(read, *q.ChangesCursor, 100)
 	require.Equal(t, "6", listed["r1/areas"], "the listing from the feed's start reports the stream written since")
+}
+
+// When the key's grants change during a feed, its next page starts the
+// feed over from the beginning: a stream the key gained may sort before
+// the feed's position, and must not be missed.
+func TestRecordFeedStartsOverWhenGrantsChange(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	feedFixture(a, 6)
+	read := feedReader(a, 5)
+	p := a.feedStep(read, 3, "")
+	p = a.feedStep(read, 3, *p.NextCursor)
+	require.NotEqual(t, "r00", p.Data[0].RestaurantID, "the feed has moved on")
+	require.NoError(t, a.store().KeyGrant(context.Background(), publicID(t, read), []auth.Grant{grant("r05", "areas:read")}))
+	again := a.feedStep(read, 3, *p.NextCursor)
+	require.Equal(t, a.feedStep(read, 3, "").Data, again.Data, "the old cursor starts the feed over")
+	run := a.readFeed(read, *p.NextCursor, 3)
+	require.Contains(t, run.streams, "r05/areas", "the stream gained is in the feed")
+	require.Contains(t, run.streams, "r00/areas", "so is everything before the old position")
+}
+
+// The feed holds exactly the streams the key reads: no deliveries without
+// deliveries:read, no collection without its read scope, nothing of a
+// restaurant not granted; a key that reads nothing gets one empty last
+// page. walk_all_records, through a real MCP client, says the same.
+func TestRecordFeedFollowsScopes(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	feedFixture(a, 4)
+	for name, c := range map[string]struct {
+		key     string
+		streams []string
+	}{
+		"one collection of one restaurant": {a.newKey(grant("r00", "areas:read")), []string{"r00/areas"}},
+		"deliveries only":                  {a.newKey(grant("r00", catalog.DeliveriesRead), grant("r01", catalog.DeliveriesRead)), []string{"r00/deliveries"}},
+		"no deliveries without the scope": {a.newKey(grant("r00", "areas:read", "products:read", catalog.DeliveriesWrite), grant("r01", "products:read")),
+			[]string{"r00/areas", "r01/products"}},
+		"writes only": {a.newKey(grant("r00", "areas:write", catalog.DeliveriesWrite)), []string{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := a.readFeed(c.key, "", 1)
+			require.Equal(t, c.streams, append([]string{}, run.order...), "exactly the streams the key reads")
+			if len(c.streams) == 0 {
+				require.Equal(t, 1, run.pages, "one empty last page")
+			}
+			rest := a.feedStep(c.key, 500, "")
+			s := a.mcpConnect(t, c.key, rev2026)
+			require.Contains(t, s.toolNames(), "walk_all_records", "any key may use it")
+			var viaMCP feedPageDoc
+			require.NoError(t, json.Unmarshal(s.ok("walk_all_records", map[string]any{"limit": 500}), &viaMCP))
+			require.Equal(t, canonicalItems(t, rest.Data), canonicalItems(t, viaMCP.Data), "walk_all_records answers what GET /v1/records does")
+			require.Equal(t, len(rest.Streams), len(viaMCP.Streams))
+		})
+	}
+}
+
+// walk_all_records pages through a real MCP client with the same cursors
+// as REST (a REST nextCursor continues over MCP), its default page is
+// MCP's, its limit goes to 500, and its failures are tool errors saying
+// what REST's problems say.
+func TestRecordFeedOverMCP(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	feedFixture(a, 12)
+	read := feedReader(a, 12)
+	whole := a.readFeed(read, "", 500)
+	s := a.mcpConnect(t, read, rev1125)
+	var first feedPageDoc
+	require.NoError(t, json.Unmarshal(s.ok("walk_all_records", nil), &first))
+	require.Len(t, first.Data, 20, "MCP's default page")
+	require.NotNil(t, first.NextCursor)
+	// REST page, then MCP pages from its cursor, to the end.
+	p := a.feedStep(read, 5, "")
+	got := append([]feedItemDoc{}, p.Data...)
+	cursor := *p.NextCursor
+	for i := 0; ; i++ {
+		require.Less(t, i, 100)
+		var page feedPageDoc
+		require.NoError(t, json.Unmarshal(s.ok("walk_all_records", map[string]any{"limit": 7, "cursor": cursor}), &page))
+		got = append(got, page.Data...)
+		if page.NextCursor == nil {
+			require.NotNil(t, page.ChangesCursor)
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	var want []feedItemDoc
+	for _, k := range whole.order {
+		want = append(want, whole.items[k]...)
+	}
+	require.Equal(t, canonicalItems(t, want), canonicalItems(t, got), "the same feed, whichever face pages it")
+	require.Contains(t, s.toolErr("walk_all_records", map[string]any{"limit": 501}), "limit")
+	require.Contains(t, s.toolErr("walk_all_records", map[string]any{"cursor": "garbage"}), "start the feed again")
+	r := s.call("walk_all_records", map[string]any{"limit": 500})
+	require.False(t, r.IsError)
+	require.Contains(t, r.Text, "walk_records later with cursor", "the text says how to go on per stream")
+}
+
+// Refused cursors and limits are 400 invalid-request problems naming the
+// parameter: garbage, truncated, tampered, a cursor of another list,
+// expired (the walk TTL after the feed started its current stream: start
+// the feed again); limits 0 and 501 and anything not plain digits. 1 and
+// 500 are served.
+func TestRecordFeedRefusals(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_800_000_000_000)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	a := newApp(t, withClock(clock))
+	a.addRestaurants("r1", "r2")
+	key := a.newKey(grant("r1", "areas:write", "areas:read", "products:write", "products:read", catalog.DeliveriesRead))
+	for i := range 5 {
+		a.put(key, "r1", "areas", fmt.Sprintf("a%d", i), fmt.Sprintf("m%d", i), area("x"))
+	}
+	a.put(key, "r1", "products", "p1", "mp1", map[string]any{"name": "Flour", "isDeleted": false})
+	cur := *a.feedStep(key, 2, "").NextCursor
+	walkCur := *a.walkStep(key, "r1", "areas", 2, "").NextCursor
+	_, changesCur := a.readChanges(key, "", 10)
+	_, deliveryCur := a.readDeliveryChanges(key, "r1", "", 10)
+
+	refuse := func(name, query, says string) {
+		t.Run(name, func(t *testing.T) {
+			p := requireProblem(t, a.getAs(key, "/v1/records?"+query), http.StatusBadRequest, "invalid-request")
+			require.NotEmpty(t, p.Errors)
+			require.Contains(t, p.Detail, says)
+		})
+	}
+	c := func(s string) string { return "cursor=" + url.QueryEscape(s) }
+	refuse("garbage", c("not-a-cursor"), "start the feed again")
+	refuse("empty", "cursor=", "start the feed again")
+	refuse("truncated", c(cur[:20]), "start the feed again")
+	refuse("tampered", c(flipChar(cur, len(cur)-5)), "start the feed again")
+	refuse("a walk's nextCursor", c(walkCur), "start the feed again")
+	refuse("a changes cursor", c(changesCur), "start the feed again")
+	refuse("a delivery changes cursor", c(deliveryCur), "start the feed again")
+	refuse("twice", c(cur)+"&"+c(cur), "at most once")
+	for _, l := range []string{"0", "501", "-1", "01", "1.0", "abc", ""} {
+		refuse("limit "+l, "limit="+l, "from 1 to 500")
+	}
+	for _, l := range []int{1, 500} {
+		p := a.feedStep(key, l, "")
+		require.Len(t, p.Data, min(l, 6), "limit %d", l)
+	}
+	// Any limit on any page.
+	require.Len(t, a.feedStep(key, 3, cur).Data, 3)
+
+	// Inside a stream the cursors last the walk TTL from when the feed
+	// started it, however many pages follow...
+	advance(24*time.Hour - time.Second)
+	next := a.feedStep(key, 1, cur)
+	require.Equal(t, "a2", next.Data[0].Record.ID)
+	// ...and a cursor past the stream starts a lifetime of its own.
+	past := a.feedStep(key, 2, *next.NextCursor)
+	require.Equal(t, []string{"a3", "a4"}, []string{past.Data[0].Record.ID, past.Data[1].Record.ID})
+	advance(2 * time.Second)
+	refuse("expired", c(*next.NextCursor), "expired; start the feed again")
+	rest := a.feedStep(key, 10, *past.NextCursor)
+	require.Len(t, rest.Data, 1, "the cursor past the stream still works")
+	require.Equal(t, "p1", rest.Data[0].Record.ID)
+}
+
+// A page stops adding items once they pass about 1 MiB, whatever its
+// limit, and the feed still returns every record once: records of 9 KB
+// come about 113 to a page of limit 500.
+func TestRecordFeedByteBudget(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	const records = 250
+	for i := range records {
+		a.put(key, "r1", "areas", fmt.Sprintf("a%03d", i), fmt.Sprintf("m%d", i), area(strings.Repeat("x", 9000)))
+	}
+	var sizes []int
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		r := a.getAs(key, feedPath(500, cursor))
+		require.Equal(t, http.StatusOK, r.Status)
+		var p feedPageDoc
+		r.JSON(t, &p)
+		sizes = append(sizes, len(p.Data))
+		for _, it := range p.Data {
+			require.False(t, seen[it.Record.ID], "each record once")
+			seen[it.Record.ID] = true
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		require.Greater(t, len(r.Body), 1<<20-10_000, "a page is cut once it passes the budget, not before")
+		require.Less(t, len(r.Body), 1<<20+20_000, "and not much after")
+		cursor = *p.NextCursor
+	}
+	require.Len(t, seen, records)
+	require.Len(t, sizes, 3, "pages of what 1 MiB holds: %v", sizes)
+}
+
+// canonicalItems rewrites the deliveries of items with their members
+// sorted: an MCP client re-encodes the structured output.
+func canonicalItems(t testing.TB, items []feedItemDoc) []feedItemDoc {
+	out := make([]feedItemDoc, len(items))
+	for i, it := range items {
+		if it.Delivery != nil {
+			var v any
+			require.NoError(t, json.Unmarshal(it.Delivery, &v))
+			b, err := json.Marshal(v)
+			require.NoError(t, err)
+			it.Delivery = b
+		}
+		out[i] = it
+	}
+	return out
 }

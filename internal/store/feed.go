@@ -149,7 +149,18 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 			return FeedPage{}, err
 		}
 	}
-	if f.at.In != nil || len(queue) > 0 || !exhausted {
+	more := f.at.In != nil || len(queue) > 0
+	if !more && !exhausted {
+		// The page ended with a stream: is there one after it? (Else the
+		// next page would be an empty last page, one more request.)
+		heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups,
+			AfterRestaurant: f.at.RestaurantID, AfterStream: f.at.Stream, Limit: 0})
+		if err != nil {
+			return FeedPage{}, err
+		}
+		more = len(heads) > 0
+	}
+	if more {
 		at := f.at
 		f.page.Next = &at
 	}
