@@ -117,6 +117,12 @@ func (f *feedFill) rowBudget() int {
 func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, error) {
 	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, feedFirstRows))}, at: p.At}
 	var queue []feedStream
+	if p.At.In != nil && !reads(p.Groups, StreamHead{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}) {
+		// Signed is not trusted (cursor.Codec.Open): a position inside a
+		// stream the key does not read reads nothing of it.
+		p.At.In = nil
+		f.at.In = nil
+	}
 	if p.At.In != nil {
 		queue = append(queue, feedStream{restaurantID: p.At.RestaurantID, stream: p.At.Stream, head: -1, in: p.At.In})
 	}
