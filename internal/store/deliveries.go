@@ -16,22 +16,16 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-// DeliveryPos is a keyset position in the newest-first delivery order.
+// DeliveryPos is a keyset position in the newest-first delivery order
+// (what a cursor carries, and which positions are valid, is package
+// cursor's).
 type DeliveryPos struct {
-	OccurredAt int64  `json:"o"`
-	ID         string `json:"i"`
-}
-
-// Valid reports a position the delivery list could have issued: a
-// timestamp that is not negative and a well-formed delivery id (a NUL
-// character would reach PostgreSQL as an error).
-func (p *DeliveryPos) Valid() bool {
-	return p.OccurredAt >= 0 && ids.Valid(p.ID)
+	OccurredAt int64
+	ID         string
 }
 
 // DeliveryStream is the collection_streams name of a restaurant's

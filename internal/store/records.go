@@ -197,15 +197,12 @@ func (s *Store) RecordGet(ctx context.Context, k RecordKey) (wire.Envelope, erro
 }
 
 // WalkPos is where a walk stands: pinned at stream position Pinned, having
-// returned everything up to sequence After.
+// returned everything up to sequence After (what a cursor carries, and
+// which positions are valid, is package cursor's).
 type WalkPos struct {
-	Pinned int64 `json:"p"`
-	After  int64 `json:"a"`
+	Pinned int64
+	After  int64
 }
-
-// Valid reports a position a walk could have issued: stream positions
-// are never negative, and a walk never stands past where it is pinned.
-func (p *WalkPos) Valid() bool { return p.Pinned >= 0 && p.After >= 0 }
 
 // WalkPage is one page of a walk.
 type WalkPage struct {
