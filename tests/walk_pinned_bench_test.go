@@ -19,7 +19,8 @@ import (
 // against the same page pinned at the stream's head, on a stream of
 // 100,000 records of which 100 were then updated 20,000 times in all
 // (FOODSAFE_PIN_UPDATES), as ingest writes them, on tables never
-// ANALYZEd, then ANALYZEd. "pinned" reads the 100 records changed since
+// ANALYZEd, then ANALYZEd, then VACUUMed (a plain VACUUM, as autovacuum
+// runs it: the walk index's dead entries of the updates go). "pinned" reads the 100 records changed since
 // the pin as they stood at it; "head" is the same page of a walk pinned
 // after the updates (nothing changed since its pin). Each case logs its
 // EXPLAIN (ANALYZE, BUFFERS) once: the pinned page's cost follows the
@@ -45,9 +46,14 @@ func BenchmarkPinnedWalkPage(b *testing.B) {
 	require.NoError(b, err)
 	atHead := store.WalkPos{Pinned: head.Pinned, After: pinned.After}
 
-	for _, stats := range []string{"never-analyzed", "analyzed"} {
-		if stats == "analyzed" {
+	for _, stats := range []string{"never-analyzed", "analyzed", "vacuumed"} {
+		switch stats {
+		case "analyzed":
 			analyze(b, dbURL)
+		case "vacuumed":
+			// A plain VACUUM, autovacuum's kind.
+			_, err := st.Pool().Exec(ctx, `VACUUM records; VACUUM record_changes`)
+			require.NoError(b, err)
 		}
 		for _, c := range []struct {
 			name string
