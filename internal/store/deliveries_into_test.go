@@ -10,7 +10,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 )
 
-// The hand-written scans of a delivery page (db.DeliveryListFirstInto and
+// The hand-written scans of a delivery page (pgrows.DeliveryListFirstInto and
 // pgrows.DeliveryListAfterInto) return the temperature records' stored text,
 // and exactly what the functions sqlc generates for the statements return, every column set (a commentary and
 // none, lists empty and not), and append to the slice they are given.
