@@ -14,9 +14,9 @@ import (
 // DeliveryListFirstInto runs DeliveryListFirst and appends its rows to
 // items, returning the grown slice (on an error too, so the caller can
 // reuse it). The generated DeliveryListFirst moves every row it scans to
-// the heap and grows its slice from nothing: for a page of 50, about
-// 45 KB of garbage per request under make bench-http, two thirds of all a
-// request allocated. TestDeliveryListIntoAgrees holds this scan to the
+// the heap and grows its slice from nothing, most of what a request
+// allocated under make bench-http (docs/performance.md, "make
+// bench-http", has the measured figures). TestDeliveryListIntoAgrees holds this scan to the
 // generated one.
 func DeliveryListFirstInto(ctx context.Context, conn db.DBTX, arg db.DeliveryListFirstParams, items []db.Delivery) ([]db.Delivery, error) {
 	rows, err := conn.Query(ctx, db.DeliveryListFirst,

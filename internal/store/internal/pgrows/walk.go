@@ -21,15 +21,16 @@ import (
 // returning the grown slice (on an error too, so the caller can reuse it).
 //
 // The generated RecordWalkPage grows a new slice from nothing by append,
-// and each row it scans escapes to the heap before it is copied in: for a
-// page of 100 rows, about 57 KB of garbage per request, over half of all a
-// walk request allocated under make bench-http. Here the caller passes a
+// and each row it scans escapes to the heap before it is copied in, which
+// was most of what a walk request allocated under make bench-http (the
+// measured figures are in docs/performance.md, "make bench-http", not
+// here, where they would go stale). Here the caller passes a
 // slice it keeps between requests and each row is decoded in place, from
 // the bytes PostgreSQL sent (rows.RawValues), into fields whose text (ids,
 // mutation ids, data) is copied into a few blocks of one page arena
 // (pageArena) instead of three allocations per row: pgx's Scan, through
-// its per-column scan plans, and the allocations were a fifth of a walk
-// request's CPU. The statement, its parameters and its row type are sqlc's;
+// its per-column scan plans, and the allocations were a large share of a
+// walk request's CPU. The statement, its parameters and its row type are sqlc's;
 // a result whose columns are not the types this decoder reads (a statement
 // changed without this file) is scanned by pgx instead, and
 // TestRecordWalkPageIntoAgrees holds both paths to the generated scan.
