@@ -17,6 +17,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -137,10 +138,10 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 	buf := deliveryRows.Get().(*[]db.Delivery)
 	rows := slices.Grow((*buf)[:0], p.Limit+1)
 	if p.After == nil {
-		rows, err = s.q.DeliveryListFirstInto(ctx, db.DeliveryListFirstParams{
+		rows, err = pgrows.DeliveryListFirstInto(ctx, s.pool, db.DeliveryListFirstParams{
 			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)}, rows)
 	} else {
-		rows, err = s.q.DeliveryListAfterInto(ctx, db.DeliveryListAfterParams{
+		rows, err = pgrows.DeliveryListAfterInto(ctx, s.pool, db.DeliveryListAfterParams{
 			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)}, rows)
 	}
 	defer putDeliveryRows(buf, rows) // every row read, the look-ahead row too
@@ -161,7 +162,7 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 }
 
 // deliveryRows keeps the row buffers of delivery pages between requests,
-// as walkRows does for walk pages (db.DeliveryListFirstInto says what this
+// as walkRows does for walk pages (pgrows.DeliveryListFirstInto says what this
 // saves).
 var deliveryRows = sync.Pool{New: func() any { return new([]db.Delivery) }}
 

@@ -12,16 +12,16 @@ import (
 // data is stored as the text the client sent, validated and compacted on
 // ingest (validate.RawMember), and encoding/json re-validates and
 // re-compacts every json.RawMessage it writes, which was the largest single
-// cost of a walk page (12% of its CPU in appendCompact, 30% in
-// encoding/json overall, under make bench-http). Here data is copied as
+// cost of a walk page under make bench-http (docs/performance.md, "make
+// bench-http", has the measured profile). Here data is copied as
 // stored, byte for byte; everything else is written as encoding/json
 // writes it (PureJSON: no HTML escaping), byte for byte.
 // TestAppendJSONMatchesEncodingJSON holds both writers to the same JSON,
 // TestAppendJSONIsByteForByte to the same bytes.
 //
 // A page of deliveries is written here too: encoding/json's reflection
-// over 50 deliveries was 11% of the deliveries row's CPU, 22% with its
-// writes.
+// over a page of deliveries was a large share of its CPU (the same page of
+// docs/performance.md).
 
 // AppendJSON appends the envelope as JSON. Data must be valid JSON (as
 // stored: the json column checks it), and is copied as it is; strings that are not valid UTF-8 are an error, and the

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const streamHead = `-- name: StreamHead :one
+const StreamHead = `-- name: StreamHead :one
 SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
                  WHERE s.restaurant_id = $1 AND s.collection = $2), 0)::bigint AS head
 `
@@ -23,13 +23,13 @@ type StreamHeadParams struct {
 // nothing was ever written), to tell an empty page from a position the
 // stream has not reached. collection_streams_pkey.
 func (q *Queries) StreamHead(ctx context.Context, arg StreamHeadParams) (int64, error) {
-	row := q.db.QueryRow(ctx, streamHead, arg.RestaurantID, arg.Collection)
+	row := q.db.QueryRow(ctx, StreamHead, arg.RestaurantID, arg.Collection)
 	var head int64
 	err := row.Scan(&head)
 	return head, err
 }
 
-const streamNextSequence = `-- name: StreamNextSequence :one
+const StreamNextSequence = `-- name: StreamNextSequence :one
 INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
 VALUES ($1, $2, 1, $3, pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
@@ -63,13 +63,13 @@ type StreamNextSequenceRow struct {
 // is HOT. On Citus the function is evaluated on the coordinator, like
 // every non-immutable function of a modification. collection_streams_pkey.
 func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (StreamNextSequenceRow, error) {
-	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
+	row := q.db.QueryRow(ctx, StreamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
 	var i StreamNextSequenceRow
 	err := row.Scan(&i.LastSequence, &i.LastReceivedAt)
 	return i, err
 }
 
-const streamsChanged = `-- name: StreamsChanged :many
+const StreamsChanged = `-- name: StreamsChanged :many
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.restaurant_id COLLATE "C" = ANY($1::text[])
@@ -114,7 +114,7 @@ type StreamsChangedRow struct {
 // On Citus the array prunes to the restaurants' shards: a fan-out bounded
 // by the restaurants granted (and the shard count), never every shard.
 func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) ([]StreamsChangedRow, error) {
-	rows, err := q.db.Query(ctx, streamsChanged,
+	rows, err := q.db.Query(ctx, StreamsChanged,
 		arg.RestaurantIds,
 		arg.Xmin,
 		arg.Xmax,
@@ -142,7 +142,7 @@ func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) 
 	return items, nil
 }
 
-const streamsChangedSince = `-- name: StreamsChangedSince :many
+const StreamsChangedSince = `-- name: StreamsChangedSince :many
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.changed_epoch >= ($1::bigint >> 10)
@@ -178,7 +178,7 @@ type StreamsChangedSinceRow struct {
 // that bound as max_rows and probes per restaurant beyond it. On Citus it
 // runs on every shard (each stops at max_rows).
 func (q *Queries) StreamsChangedSince(ctx context.Context, arg StreamsChangedSinceParams) ([]StreamsChangedSinceRow, error) {
-	rows, err := q.db.Query(ctx, streamsChangedSince,
+	rows, err := q.db.Query(ctx, StreamsChangedSince,
 		arg.Xmin,
 		arg.Xmax,
 		arg.Xip,
@@ -202,7 +202,7 @@ func (q *Queries) StreamsChangedSince(ctx context.Context, arg StreamsChangedSin
 	return items, nil
 }
 
-const streamsHorizon = `-- name: StreamsHorizon :one
+const StreamsHorizon = `-- name: StreamsHorizon :one
 SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
        pg_snapshot_xmax(s)::text::bigint AS xmax,
        ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x)::bigint[] AS xip
@@ -228,7 +228,7 @@ type StreamsHorizonRow struct {
 // table is read; on Citus it runs on the coordinator, whose transaction
 // ids StreamNextSequence records.
 func (q *Queries) StreamsHorizon(ctx context.Context) (StreamsHorizonRow, error) {
-	row := q.db.QueryRow(ctx, streamsHorizon)
+	row := q.db.QueryRow(ctx, StreamsHorizon)
 	var i StreamsHorizonRow
 	err := row.Scan(&i.Xmin, &i.Xmax, &i.Xip)
 	return i, err

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const recordApplyChange = `-- name: RecordApplyChange :one
+const RecordApplyChange = `-- name: RecordApplyChange :one
 WITH change AS (
     INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                                 captured_at, received_at, source_version, payload_version, request_sha256)
@@ -100,7 +100,7 @@ type RecordApplyChangeRow struct {
 // and the upsert; records_walk_idx cannot serve these clauses, see
 // RecordGet).
 func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
-	row := q.db.QueryRow(ctx, recordApplyChange,
+	row := q.db.QueryRow(ctx, RecordApplyChange,
 		arg.RecordID,
 		arg.MutationID,
 		arg.Deleted,
@@ -129,7 +129,7 @@ func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangePa
 	return i, err
 }
 
-const recordChangeAppend = `-- name: RecordChangeAppend :one
+const RecordChangeAppend = `-- name: RecordChangeAppend :one
 
 INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                             captured_at, received_at, source_version, payload_version, request_sha256)
@@ -187,7 +187,7 @@ type RecordChangeAppendRow struct {
 // (a racing identical request committed first); the caller then rolls back
 // and answers as a replay or a conflict. record_changes_pkey (ON CONFLICT).
 func (q *Queries) RecordChangeAppend(ctx context.Context, arg RecordChangeAppendParams) (RecordChangeAppendRow, error) {
-	row := q.db.QueryRow(ctx, recordChangeAppend,
+	row := q.db.QueryRow(ctx, RecordChangeAppend,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.Sequence,
@@ -218,7 +218,7 @@ func (q *Queries) RecordChangeAppend(ctx context.Context, arg RecordChangeAppend
 	return i, err
 }
 
-const recordGet = `-- name: RecordGet :one
+const RecordGet = `-- name: RecordGet :one
 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at,
        received_at, source_version, payload_version
 FROM records
@@ -236,7 +236,7 @@ type RecordGetParams struct {
 // (records_walk_idx compares restaurant_id under "C", which it does not
 // name), so the plan holds on a never-analyzed table.
 func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, error) {
-	row := q.db.QueryRow(ctx, recordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
+	row := q.db.QueryRow(ctx, RecordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
 	var i Record
 	err := row.Scan(
 		&i.RestaurantID,
@@ -254,7 +254,7 @@ func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, e
 	return i, err
 }
 
-const recordSupersedePrevious = `-- name: RecordSupersedePrevious :exec
+const RecordSupersedePrevious = `-- name: RecordSupersedePrevious :exec
 UPDATE record_changes h
 SET superseded_by = $1::bigint, superseded_at = $2::bigint
 FROM records r
@@ -282,7 +282,7 @@ type RecordSupersedePreviousParams struct {
 // serve this clause, see RecordGet), record_changes_pkey (that row's
 // version by mutation id, and the appended change).
 func (q *Queries) RecordSupersedePrevious(ctx context.Context, arg RecordSupersedePreviousParams) error {
-	_, err := q.db.Exec(ctx, recordSupersedePrevious,
+	_, err := q.db.Exec(ctx, RecordSupersedePrevious,
 		arg.Sequence,
 		arg.ReceivedAt,
 		arg.RestaurantID,
@@ -293,7 +293,7 @@ func (q *Queries) RecordSupersedePrevious(ctx context.Context, arg RecordSuperse
 	return err
 }
 
-const recordUpsertCurrent = `-- name: RecordUpsertCurrent :exec
+const RecordUpsertCurrent = `-- name: RecordUpsertCurrent :exec
 INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
                      captured_at, received_at, source_version, payload_version)
 SELECT c.restaurant_id, c.collection, c.record_id, c.sequence, c.mutation_id, c.deleted, c.data,
@@ -325,7 +325,7 @@ type RecordUpsertCurrentParams struct {
 // record_changes so the data crosses the wire once. record_changes_pkey,
 // records_pkey (the upsert).
 func (q *Queries) RecordUpsertCurrent(ctx context.Context, arg RecordUpsertCurrentParams) error {
-	_, err := q.db.Exec(ctx, recordUpsertCurrent,
+	_, err := q.db.Exec(ctx, RecordUpsertCurrent,
 		arg.RestaurantID,
 		arg.MutationID,
 		arg.Collection,
@@ -334,7 +334,7 @@ func (q *Queries) RecordUpsertCurrent(ctx context.Context, arg RecordUpsertCurre
 	return err
 }
 
-const recordWalkFirstPage = `-- name: RecordWalkFirstPage :many
+const RecordWalkFirstPage = `-- name: RecordWalkFirstPage :many
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
@@ -392,7 +392,7 @@ type RecordWalkFirstPageRow struct {
 // RecordWalkPage, and the same `restaurant_id = $1 COLLATE "C"` keeps the
 // scan on records_walk_idx.
 func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPageParams) ([]RecordWalkFirstPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkFirstPage,
+	rows, err := q.db.Query(ctx, RecordWalkFirstPage,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.AfterSequence,
@@ -427,7 +427,7 @@ func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPa
 	return items, nil
 }
 
-const recordWalkPage = `-- name: RecordWalkPage :many
+const RecordWalkPage = `-- name: RecordWalkPage :many
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
@@ -545,7 +545,7 @@ type RecordWalkPageRow struct {
 // yields nothing rather than an older one (cursors expire before
 // compaction reaches them anyway).
 func (q *Queries) RecordWalkPage(ctx context.Context, arg RecordWalkPageParams) ([]RecordWalkPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkPage,
+	rows, err := q.db.Query(ctx, RecordWalkPage,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.Pinned,
