@@ -34,6 +34,11 @@ const (
 	goldenStreamChanges   = "eyJ2IjoxLCJrIjoic3RyZWFtLWNoYW5nZXMiLCJiIjpudWxsLCJwIjp7InMiOnsibiI6MTAwLCJ4IjoxMDUsImkiOlsxMDEsMTAzXX0sImYiOiIwMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1NjcifX1Cso137cxRytBuADk13JQ6RHwHC0t-rldLEodwtnzUmQ"
 	goldenStreamNext      = "eyJ2IjoxLCJrIjoic3RyZWFtLWNoYW5nZXMiLCJiIjpudWxsLCJwIjp7InMiOnt9LCJoIjp7Im4iOjExMCwieCI6MTEyfSwiciI6InIxIiwidCI6ImFyZWFzIiwiZiI6IjAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2NyJ9fWR57NbUGdfWMiskz6i51Esb_yzV79-S0QvMI7JDGMi6"
 	goldenReadable        = "0123456789abcdef01234567"
+	// A records feed inside r1's areas (pinned at 42, after 7) and after
+	// r1's deliveries, from a feed whose horizon is goldenStreamChanges'
+	// snapshot (the feed came after encryption: it has no signed form).
+	sealedFeedInside = "AmkSc63N3hHg3KVbHPvyVNkb7KD_jvQNME1TVPSvLEkZY6zJLqnKL32KWp-6szq4TqpyaEAZg1RCOTt0mhnoK7FqTT-HdZ4YA3IjzwqdZGwHXpBvssKvxlaiQr07BztAycdKvI2856BrkILSh8Zi_Er3R655uL4q-IX3RZqK_cLzW_E-cebTsKYGjn3Iu-F6gCL2wZYtRy_mevPeo9G1HieLZSpH8-vyMX83vzxT6PnOGAiHO8A_Yt3ljyco8KAhAqxBGkU"
+	sealedFeedAfter  = "AoylxYaK0qwGWohnr1MaM3js8Yy_G950Og_07amNP0gD-k_gf6-aHciPLpSAR9nIcD7J_dRcOKzdIubh-OGblo8UGYKzHAaabbufoOR5ffYJWzRXq6w-tMpaYv-WQnJtFx1YiDbqPR9ZOFXxEXw4xkNcR498WngW7GT7rFOFAv9b2mGFp6cpVPoUJyPN_Wp1_wT1_ixNx7leqxB_OT-FlVVU5UNBczUcvwaJX3lVIpIzhqrV"
 )
 
 var goldenNow = time.Unix(1_800_000_000, 0)
@@ -241,5 +246,42 @@ func TestWalkPositionPastItsPinIsRefused(t *testing.T) {
 		if ok != (err == nil) {
 			t.Fatalf("%s: %+v, %v", pos, from, err)
 		}
+	}
+}
+
+// The records feed's cursors, golden too: they open within their
+// stream's lifetime to the positions sealed, those positions seal to the
+// same bytes, and the feed's changesCursor is the GET /v1/changes cursor
+// of its horizon. Past the lifetime they are refused as expired; for a
+// key whose grants changed the feed starts over.
+func TestGoldenRecordFeedCursors(t *testing.T) {
+	issuer := goldenIssuer(goldenNow.Add(time.Hour))
+	from, err := issuer.OpenRecordFeed(goldenReadable, sealedFeedInside, true)
+	if err != nil || from.Fresh() {
+		t.Fatalf("%+v, %v", from, err)
+	}
+	if at := from.At(); at.RestaurantID != "r1" || at.Stream != "areas" || at.In == nil || *at.In != (store.WalkPos{Pinned: 42, After: 7}) {
+		t.Fatalf("inside: %+v", at)
+	}
+	// Still inside the same stream: the same lifetime, the same bytes.
+	next, err := issuer.SealRecordFeed(from, store.FeedAt{RestaurantID: "r1", Stream: "areas", In: &store.WalkPos{Pinned: 42, After: 7}})
+	if err != nil || next != sealedFeedInside {
+		t.Fatalf("inside seals to other bytes: %v %v", next, err)
+	}
+	changes, err := issuer.SealRecordFeedChanges(from)
+	if err != nil || changes != sealedStreamChanges {
+		t.Fatalf("the feed's changesCursor is not the listing's of its horizon: %v %v", changes, err)
+	}
+	after, err := issuer.OpenRecordFeed(goldenReadable, sealedFeedAfter, true)
+	if at := after.At(); err != nil || at.RestaurantID != "r1" || at.Stream != "deliveries" || at.In != nil {
+		t.Fatalf("after: %+v, %v", at, err)
+	}
+	regranted, err := issuer.OpenRecordFeed("another fingerprint", sealedFeedInside, true)
+	if err != nil || !regranted.Fresh() || regranted.At() != (store.FeedAt{}) {
+		t.Fatalf("grants changed: %+v, %v", regranted, err)
+	}
+	expired := goldenIssuer(goldenNow.Add(24 * time.Hour))
+	if _, err := expired.OpenRecordFeed(goldenReadable, sealedFeedInside, true); err == nil {
+		t.Fatal("a feed cursor past its stream's lifetime opened")
 	}
 }

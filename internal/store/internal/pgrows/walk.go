@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -50,6 +51,12 @@ func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRo
 	if err != nil {
 		return items, err
 	}
+	return scanWalkRows(rows, items)
+}
+
+// scanWalkRows appends the rows of a walk statement's result to items
+// and closes it.
+func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())
