@@ -240,61 +240,81 @@ func (t *tempsDecoder) decode(raw []byte) (recs []wire.TemperatureRecord, ok boo
 		t.rd.Reset(raw) // read in place: the row's bytes are not copied
 		t.dec.Reset(t.rd)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '[' {
+	if !t.next('[') {
 		return nil, false
 	}
 	recs = []wire.TemperatureRecord{}
 	for t.dec.PeekKind() == '{' {
-		if _, err := t.dec.ReadToken(); err != nil {
-			return nil, false
-		}
-		var rec wire.TemperatureRecord
-		for t.dec.PeekKind() == '"' {
-			// A token lasts until the next is read: the name is looked at first.
-			name, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			var dst *string
-			switch name.String() {
-			case "product":
-				dst = &rec.Product
-			case "lotNumber":
-				dst = &rec.LotNumber
-			case "unit":
-				dst = &rec.Unit
-			case "value":
-			default:
-				return nil, false
-			}
-			v, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			if dst == nil { // value
-				if v.Kind() != '0' {
-					return nil, false
-				}
-				rec.Value = json.Number(v.String())
-				continue
-			}
-			if v.Kind() != '"' {
-				return nil, false
-			}
-			*dst = v.String()
-		}
-		if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		rec, ok := t.record()
+		if !ok {
 			return nil, false
 		}
 		recs = append(recs, rec)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != ']' {
+	if !t.next(']') {
 		return nil, false
 	}
 	if _, err := t.dec.ReadToken(); err != io.EOF {
 		return nil, false
 	}
 	return recs, true
+}
+
+// next reads the next token, which must be of kind.
+func (t *tempsDecoder) next(kind jsontext.Kind) bool {
+	tok, err := t.dec.ReadToken()
+	return err == nil && tok.Kind() == kind
+}
+
+// record reads one temperature record, an object, as decode describes.
+func (t *tempsDecoder) record() (rec wire.TemperatureRecord, ok bool) {
+	if !t.next('{') {
+		return rec, false
+	}
+	for t.dec.PeekKind() == '"' {
+		if !t.member(&rec) {
+			return rec, false
+		}
+	}
+	return rec, t.next('}')
+}
+
+// member reads one member of a record into rec: false for a name the
+// shape has not, or a value of the wrong kind.
+func (t *tempsDecoder) member(rec *wire.TemperatureRecord) bool {
+	// A token lasts until the next is read: the name is looked at first.
+	name, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	var dst *string
+	switch name.String() {
+	case "product":
+		dst = &rec.Product
+	case "lotNumber":
+		dst = &rec.LotNumber
+	case "unit":
+		dst = &rec.Unit
+	case "value":
+	default:
+		return false
+	}
+	v, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	if dst == nil { // value
+		if v.Kind() != '0' {
+			return false
+		}
+		rec.Value = json.Number(v.String())
+		return true
+	}
+	if v.Kind() != '"' {
+		return false
+	}
+	*dst = v.String()
+	return true
 }
 
 // nonNil makes empty lists serialise as [] rather than null.
