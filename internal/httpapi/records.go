@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"sort"
 
@@ -164,15 +163,14 @@ func (a *API) recordPut(c *gin.Context) error {
 	if !deleted && data != nil {
 		integers = a.schemas.Integers(collection+".data", data)
 	}
-	canon, err := canonicalJSON(doc)
+	digest, err := wire.RequestDigest(doc)
 	if err != nil {
 		return err
 	}
-	digest := sha256.Sum256(canon)
 	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
 		RecordKey: k, MutationID: mutationID,
-		Deleted: deleted, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest[:],
+		Deleted: deleted, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest,
 		CarriesFiles: col.CarriesFiles, Events: col.Events,
 	}
 	if !m.Deleted {

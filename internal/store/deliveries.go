@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,20 +42,11 @@ const DeliveryStream = catalog.DeliveryStream
 // errDeliveryExists rolls back a delivery insert whose id was taken.
 var errDeliveryExists = errors.New("the delivery exists")
 
-// DeliveryCreate inserts an immutable delivery. Writing the same content
-// again is a replay (replayed=true, nothing changes); different content
-// for an existing id is a conflict.
-func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Delivery, bool, error) {
-	plain, err := json.Marshal(d)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	// Replays compare values: 3.50 and 3.5 are the same delivery.
-	canon, err := wire.CanonicalJSON(plain)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	digest := sha256.Sum256(canon)
+// DeliveryCreate inserts an immutable delivery whose request has digest
+// (wire.RequestDigest of d). Writing the same content again is a replay
+// (replayed=true, nothing changes); different content for an existing id
+// is a conflict.
+func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []byte) (wire.Delivery, bool, error) {
 	if err := noBackfill(ctx, s.q, d.RestaurantID, int64(d.OccurredAt), "/occurredAt"); err != nil {
 		return wire.Delivery{}, false, err
 	}
@@ -68,7 +58,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
 		SupplierID: d.Supplier.ID, SupplierName: d.Supplier.Name, TemperatureRecords: temps,
 		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
-		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
+		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest,
 	}
 	var row db.Delivery
 	// The position is taken under the delivery stream's row lock, held to
@@ -102,7 +92,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 	if err != nil {
 		return wire.Delivery{}, false, translate(err)
 	}
-	if !bytes.Equal(existing.ContentSha256, digest[:]) {
+	if !bytes.Equal(existing.ContentSha256, digest) {
 		return wire.Delivery{}, false, apperr.New(apperr.Conflict,
 			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
 	}
