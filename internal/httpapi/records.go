@@ -130,10 +130,12 @@ func (a *API) recordPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	doc, errs, err := a.parseBody(body, "ingest")
+	// The body is read once: its document, and data's text as sent.
+	doc, rawData, err := validate.DecodeKeeping(body, "data")
 	if err != nil {
 		return err
 	}
+	errs := a.schemas.Validate("ingest", doc, "")
 	errs = append(errs, pathEcho(doc, "id", recordID, "recordId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
 	errs = append(errs, pathEcho(doc, "mutationId", mutationID, "mutationId")...)
@@ -174,14 +176,10 @@ func (a *API) recordPut(c *gin.Context) error {
 		CarriesFiles: col.CarriesFiles, Events: col.Events,
 	}
 	if !m.Deleted {
-		// Stored as sent (validate.RawMember), never re-encoded from the
-		// decoded form: numbers keep their text (but for integer fields),
-		// members their order.
-		raw, err := validate.RawMember(body, "data")
-		if err != nil {
-			return err
-		}
-		if m.Data, err = validate.ReplaceNumbers(raw, integers); err != nil {
+		// Stored as sent (validate.DecodeKeeping), never re-encoded from
+		// the decoded form: numbers keep their text (but for integer
+		// fields), members their order.
+		if m.Data, err = validate.ReplaceNumbers(rawData, integers); err != nil {
 			return err
 		}
 	}

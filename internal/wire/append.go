@@ -10,7 +10,7 @@ import (
 // The two answers that carry records (a walk page, a single record) are
 // written by hand instead of by encoding/json, for one reason: a record's
 // data is stored as the text the client sent, validated and compacted on
-// ingest (validate.RawMember), and encoding/json re-validates and
+// ingest (validate.DecodeKeeping), and encoding/json re-validates and
 // re-compacts every json.RawMessage it writes, which was the largest single
 // cost of a walk page under make bench-http (docs/performance.md, "make
 // bench-http", has the measured profile). Here data is copied as
