@@ -138,3 +138,27 @@ func FuzzDecodeReadsOnce(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeIngestBody: an ingest body read once (DecodeKeeping)
+// against the reads it replaced (DecodeReadingTwice).
+func BenchmarkDecodeIngestBody(b *testing.B) {
+	body := []byte(`{"id":"a1","restaurantId":"r1","mutationId":"m1","payloadVersion":1,"capturedAt":"1767225600000",` +
+		`"sourceVersion":"4.2.0","deleted":false,"data":{"name":"Walk-in fridge","index":3,"isDeleted":false,` +
+		`"readings":[{"at":"1767225600000","value":3.50,"unit":"°C"},{"at":"1767225660000","value":3.4,"unit":"°C"}],` +
+		`"notes":"door seal checked \u2013 ok"}}`)
+	for name, decode := range map[string]func([]byte, string) (map[string]any, []byte, error){
+		"once": func(body []byte, keep string) (map[string]any, []byte, error) {
+			return validate.DecodeKeeping(body, keep)
+		},
+		"before": validate.DecodeReadingTwice,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := decode(body, "data"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
