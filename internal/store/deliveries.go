@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,20 +36,11 @@ const DeliveryStream = catalog.DeliveryStream
 // errDeliveryExists rolls back a delivery insert whose id was taken.
 var errDeliveryExists = errors.New("the delivery exists")
 
-// DeliveryCreate inserts an immutable delivery. Writing the same content
-// again is a replay (replayed=true, nothing changes); different content
-// for an existing id is a conflict.
-func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Delivery, bool, error) {
-	plain, err := json.Marshal(d)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	// Replays compare values: 3.50 and 3.5 are the same delivery.
-	canon, err := wire.CanonicalJSON(plain)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	digest := sha256.Sum256(canon)
+// DeliveryCreate inserts an immutable delivery whose request has digest
+// (wire.RequestDigest of d). Writing the same content again is a replay
+// (replayed=true, nothing changes); different content for an existing id
+// is a conflict.
+func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []byte) (wire.Delivery, bool, error) {
 	if err := noBackfill(ctx, s.q, d.RestaurantID, int64(d.OccurredAt), "/occurredAt"); err != nil {
 		return wire.Delivery{}, false, err
 	}
@@ -62,7 +52,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
 		SupplierID: d.Supplier.ID, SupplierName: d.Supplier.Name, TemperatureRecords: temps,
 		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
-		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
+		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest,
 	}
 	var row db.Delivery
 	// The position is taken under the delivery stream's row lock, held to
@@ -96,7 +86,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 	if err != nil {
 		return wire.Delivery{}, false, translate(err)
 	}
-	if !bytes.Equal(existing.ContentSha256, digest[:]) {
+	if !bytes.Equal(existing.ContentSha256, digest) {
 		return wire.Delivery{}, false, apperr.New(apperr.Conflict,
 			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
 	}
@@ -234,61 +224,81 @@ func (t *tempsDecoder) decode(raw []byte) (recs []wire.TemperatureRecord, ok boo
 		t.rd.Reset(raw) // read in place: the row's bytes are not copied
 		t.dec.Reset(t.rd)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '[' {
+	if !t.next('[') {
 		return nil, false
 	}
 	recs = []wire.TemperatureRecord{}
 	for t.dec.PeekKind() == '{' {
-		if _, err := t.dec.ReadToken(); err != nil {
-			return nil, false
-		}
-		var rec wire.TemperatureRecord
-		for t.dec.PeekKind() == '"' {
-			// A token lasts until the next is read: the name is looked at first.
-			name, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			var dst *string
-			switch name.String() {
-			case "product":
-				dst = &rec.Product
-			case "lotNumber":
-				dst = &rec.LotNumber
-			case "unit":
-				dst = &rec.Unit
-			case "value":
-			default:
-				return nil, false
-			}
-			v, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			if dst == nil { // value
-				if v.Kind() != '0' {
-					return nil, false
-				}
-				rec.Value = json.Number(v.String())
-				continue
-			}
-			if v.Kind() != '"' {
-				return nil, false
-			}
-			*dst = v.String()
-		}
-		if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		rec, ok := t.record()
+		if !ok {
 			return nil, false
 		}
 		recs = append(recs, rec)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != ']' {
+	if !t.next(']') {
 		return nil, false
 	}
 	if _, err := t.dec.ReadToken(); err != io.EOF {
 		return nil, false
 	}
 	return recs, true
+}
+
+// next reads the next token, which must be of kind.
+func (t *tempsDecoder) next(kind jsontext.Kind) bool {
+	tok, err := t.dec.ReadToken()
+	return err == nil && tok.Kind() == kind
+}
+
+// record reads one temperature record, an object, as decode describes.
+func (t *tempsDecoder) record() (rec wire.TemperatureRecord, ok bool) {
+	if !t.next('{') {
+		return rec, false
+	}
+	for t.dec.PeekKind() == '"' {
+		if !t.member(&rec) {
+			return rec, false
+		}
+	}
+	return rec, t.next('}')
+}
+
+// member reads one member of a record into rec: false for a name the
+// shape has not, or a value of the wrong kind.
+func (t *tempsDecoder) member(rec *wire.TemperatureRecord) bool {
+	// A token lasts until the next is read: the name is looked at first.
+	name, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	var dst *string
+	switch name.String() {
+	case "product":
+		dst = &rec.Product
+	case "lotNumber":
+		dst = &rec.LotNumber
+	case "unit":
+		dst = &rec.Unit
+	case "value":
+	default:
+		return false
+	}
+	v, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	if dst == nil { // value
+		if v.Kind() != '0' {
+			return false
+		}
+		rec.Value = json.Number(v.String())
+		return true
+	}
+	if v.Kind() != '"' {
+		return false
+	}
+	*dst = v.String()
+	return true
 }
 
 // nonNil makes empty lists serialise as [] rather than null.
