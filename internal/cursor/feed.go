@@ -52,9 +52,12 @@ func (p *feedPos) Valid() bool {
 		return !p.Inside && p.Pinned == 0 && p.After == 0
 	case !ids.Valid(p.Restaurant):
 		return false
+	case p.Stream == store.DeliveryStream:
+		return p.Pinned == 0
 	}
+	// Inside a collection, the walk's rule: it never stands past its pin.
 	_, ok := catalog.Lookup(p.Stream)
-	return ok || p.Stream == store.DeliveryStream
+	return ok && p.After <= p.Pinned
 }
 
 // FeedFrom is where a page of the records feed starts, as its cursor
