@@ -130,6 +130,13 @@ func (i *Issuer) PinStreamChanges(from *StreamsFrom, now store.Snapshot) error {
 	return nil
 }
 
+// sealStreamChangesSince makes the changesCursor of a listing that
+// reports what was written since snapshot since, for a key whose readable
+// streams have fingerprint readable.
+func (i *Issuer) sealStreamChangesSince(readable string, since snapshotPos) (string, error) {
+	return i.codec.Seal(string(KindStreamChanges), nil, streamChangesPos{Since: since, Readable: readable}, 0)
+}
+
 // SealStreamChanges makes the cursor following a page read from from:
 // with last, the last stream of a page that has more after it, the
 // nextCursor continuing the listing; without, the changesCursor of the

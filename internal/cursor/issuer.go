@@ -28,6 +28,8 @@ const (
 	// KindStreamChanges continues a key-wide listing of changed streams,
 	// or starts the next (GET /v1/changes).
 	KindStreamChanges Kind = "stream-changes"
+	// KindRecordFeed continues the key-wide records feed (GET /v1/records).
+	KindRecordFeed Kind = "record-feed"
 )
 
 // list is what a refusal of a kind of cursor says, and where it is
@@ -65,6 +67,8 @@ var lists = map[Kind]list{
 		restart: "start again without a cursor", behind: "this restaurant's deliveries have", resync: "deduplicate on id"},
 	KindStreamChanges: {walk: metrics.WalkChanges, issues: "nextCursor or changesCursor",
 		restart: "list again without a cursor", behind: "this service has", resync: "compare each stream's head with your copy"},
+	KindRecordFeed: {walk: metrics.WalkRecords, issues: "nextCursor",
+		restart: "start the feed again (without a cursor)"},
 }
 
 // errAhead: a position the data has not reached (see Issuer.Ahead).
@@ -77,8 +81,9 @@ var errAhead = errors.New("cursor names a position the data has not reached")
 type Issuer struct {
 	codec *Codec
 	// walkTTL is the lifetime of a collection walk's nextCursors
-	// (FOODSAFE_CURSOR_TTL), counted from the walk's first page. No other
-	// cursor expires: the others name positions the service keeps for as
+	// (FOODSAFE_CURSOR_TTL), counted from the walk's first page, and of
+	// the records feed's, counted from when it started its current
+	// stream. No other cursor expires: the others name positions the service keeps for as
 	// long as their data exists.
 	walkTTL time.Duration
 	// metrics counts refused cursors (nil: off).

@@ -107,9 +107,15 @@ func (i *Issuer) SealWalk(w Walk, from WalkFrom, next *store.WalkPos, pinned int
 		}
 		return &cur, nil, nil
 	}
-	cur, err := i.codec.Seal(string(KindChanges), w.changesBind(), changesPos{Since: pinned}, 0)
+	cur, err := i.SealWalkChanges(w.Restaurant, w.Collection, pinned)
 	if err != nil {
 		return nil, nil, err
 	}
 	return nil, &cur, nil
+}
+
+// SealWalkChanges makes the changesCursor of a walk of restaurant's
+// collection that was pinned at pinned: the cursor of its last page.
+func (i *Issuer) SealWalkChanges(restaurant, collection string, pinned int64) (string, error) {
+	return i.codec.Seal(string(KindChanges), Walk{Restaurant: restaurant, Collection: collection}.changesBind(), changesPos{Since: pinned}, 0)
 }

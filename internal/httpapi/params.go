@@ -66,10 +66,13 @@ func limitParam(r request) (int, error) {
 
 // parseLimit reads a page size written in plain digits (no sign, no
 // leading zero, no spaces) within [wire.MinLimit, wire.MaxLimit].
-func parseLimit(v string) (int, error) {
+func parseLimit(v string) (int, error) { return parseLimitUpTo(v, wire.MaxLimit) }
+
+// parseLimitUpTo is parseLimit with another largest page size.
+func parseLimitUpTo(v string, most int) (int, error) {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < wire.MinLimit || n > wire.MaxLimit || strconv.Itoa(n) != v {
-		return 0, apperr.Param("limit", "must be an integer from %d to %d written in digits", wire.MinLimit, wire.MaxLimit)
+	if err != nil || n < wire.MinLimit || n > most || strconv.Itoa(n) != v {
+		return 0, apperr.Param("limit", "must be an integer from %d to %d written in digits", wire.MinLimit, most)
 	}
 	return n, nil
 }

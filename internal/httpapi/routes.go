@@ -127,6 +127,22 @@ func (a *API) routes() []route {
 				"accept any limit and never expire.",
 			Query: []string{"limit", "cursor"}, OK: jsonBody("StreamChangesPage")}},
 
+		{Method: "GET", Path: "/v1/records", Access: accessPartner, Op: op(a.recordsFeed), Doc: openapi.Op{
+			ID: "walkAllRecords", Tag: "Restaurants", Summary: "Every record the key reads, many streams per page",
+			Description: "Key-wide, for a first sync or a rebuild: the items of every stream GET /v1/changes lists without a " +
+				"cursor (each readable collection of each granted restaurant, and the deliveries where the key holds " +
+				"deliveries:read), stream after stream by restaurantId then stream. Inside a collection, exactly the records " +
+				"of a full walk of it, in its order (tombstones included), pinned when the feed reaches the stream; inside " +
+				"the deliveries, every delivery in receive order, as GET .../delivery-changes returns them. Each item says its " +
+				"restaurantId and stream. A page holds up to limit items and stops once they pass about 1 MiB (always at " +
+				"least one). `streams` lists each stream once, on the page of its last item, with its head and the " +
+				"changesCursor its own walk would have given: keep them as you keep a walk's, and walk a stream from its " +
+				"cursor later. Pages carry nextCursor (any limit) until the last, which carries changesCursor instead: a " +
+				"GET /v1/changes cursor from the feed's start, whose listing reports every stream written while the feed " +
+				"ran. nextCursor expires like a walk's (24 hours by default after the feed started its current stream: " +
+				"start the feed again); when the key's grants change, the feed starts over from the beginning.",
+			Query: []string{"feedLimit", "cursor"}, OK: jsonBody("RecordFeedPage")}},
+
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveriesList), Doc: openapi.Op{
 				ID: "listDeliveries", Tag: "Deliveries", Summary: "Deliveries in a time window, newest first",

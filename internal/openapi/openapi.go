@@ -382,6 +382,9 @@ func parameters() openapi3.ParametersMap {
 	limit := openapi3.NewInt32Schema().WithMin(wire.MinLimit).WithMax(wire.MaxLimit)
 	limit.Default = wire.DefaultLimit
 	limit.Description = fmt.Sprintf("Page size, %d to %d, written in plain digits.", wire.MinLimit, wire.MaxLimit)
+	feedLimit := openapi3.NewInt32Schema().WithMin(wire.MinLimit).WithMax(wire.MaxFeedLimit)
+	feedLimit.Default = wire.DefaultFeedLimit
+	feedLimit.Description = fmt.Sprintf("Items per page, %d to %d, written in plain digits.", wire.MinLimit, wire.MaxFeedLimit)
 	return openapi3.ParametersMap{
 		"restaurantId": param("path", "restaurantId", true, "Restaurant id.", id("Restaurant id.")),
 		"deliveryId":   param("path", "deliveryId", true, "Delivery id.", id("Delivery id.")),
@@ -398,6 +401,8 @@ func parameters() openapi3.ParametersMap {
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"limit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
 			Description: fmt.Sprintf("Page size, %d to %d; default %d.", wire.MinLimit, wire.MaxLimit, wire.DefaultLimit), Schema: limit.NewRef()}},
+		"feedLimit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
+			Description: fmt.Sprintf("Items per page, %d to %d; default %d.", wire.MinLimit, wire.MaxFeedLimit, wire.DefaultFeedLimit), Schema: feedLimit.NewRef()}},
 		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters. On a collection walk, also a last page's changesCursor (see the operation).", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
 		"objectKey": param("query", "objectKey", true, "The data.asset.objectKey of the file these bytes are, URL-encoded: the bytes are "+
 			"attached to that file only, and refused (409) when the record names no file or another one by the time the upload commits.",

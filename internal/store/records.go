@@ -312,13 +312,20 @@ func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPagePara
 	if err != nil {
 		return WalkPage{}, translate(err)
 	}
+	return walkRowsPage(p.RestaurantID, p.Collection, limit, p.Pinned, rows), nil
+}
+
+// walkRowsPage makes a page of at most limit records from the rows of a
+// walk statement (limit and the look-ahead row; both branches of
+// RecordWalkPage, which it sorts), pinned where the statement pinned it.
+func walkRowsPage(restaurantID, collection string, limit int, pinned *int64, rows []db.RecordWalkPageRow) WalkPage {
 	if len(rows) == 1 && rows[0].RecordID == "" {
 		// The marker of an empty range: it only carries the pin.
-		return WalkPage{Records: []wire.Envelope{}, Pinned: rows[0].Pinned}, nil
+		return WalkPage{Records: []wire.Envelope{}, Pinned: rows[0].Pinned}
 	}
 	out := WalkPage{Records: make([]wire.Envelope, 0, min(len(rows), limit))}
-	if p.Pinned != nil {
-		out.Pinned = *p.Pinned
+	if pinned != nil {
+		out.Pinned = *pinned
 	} else if len(rows) > 0 {
 		out.Pinned = rows[0].Pinned
 	}
@@ -329,9 +336,9 @@ func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPagePara
 		out.Next = &WalkPos{Pinned: out.Pinned, After: rows[limit-1].Sequence}
 	}
 	for _, r := range rows {
-		out.Records = append(out.Records, walkVersion(p.RestaurantID, p.Collection, r).envelope())
+		out.Records = append(out.Records, walkVersion(restaurantID, collection, r).envelope())
 	}
-	return out, nil
+	return out
 }
 
 // version is one stored state of a record, whichever table or query it

@@ -24,6 +24,13 @@ const (
 	DefaultLimit = 50
 )
 
+// Page sizes of the key-wide records feed (GET /v1/records): its items are
+// mostly small records of many streams, and a first sync costs its pages.
+const (
+	MaxFeedLimit     = 500
+	DefaultFeedLimit = 100
+)
+
 // Millis is epoch milliseconds, carried on the wire as a string of digits.
 type Millis int64
 

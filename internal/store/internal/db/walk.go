@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -48,6 +49,12 @@ func (q *Queries) walkRowsInto(ctx context.Context, items []RecordWalkPageRow, s
 	if err != nil {
 		return items, err
 	}
+	return scanWalkRows(rows, items)
+}
+
+// scanWalkRows appends the rows of a walk statement's result to items
+// and closes it.
+func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())

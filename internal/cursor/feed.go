@@ -1,0 +1,124 @@
+package cursor
+
+import (
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/store"
+)
+
+// The cursors of GET /v1/records, the key-wide records feed
+// (KindRecordFeed), continue a feed: the stream it stands in or after,
+// and inside a collection stream the walk's pin and position. Like the
+// cursors of GET /v1/changes they are bound to the key's readable streams
+// (a feed whose key's grants changed starts over from the beginning: a
+// stream it gained may sort before the position) and accept any page
+// size. Like a walk's nextCursor they expire: the walk TTL after the feed
+// started its current stream, so a pinned stream never reads versions
+// older than a walk may (which is what lets compaction drop them).
+
+// feedPos is what a records feed cursor carries. Its JSON names are its
+// own (short, fixed for as long as clients hold cursors; golden_test.go):
+// no store type is sealed in it.
+type feedPos struct {
+	// Readable fingerprints the streams the key could read.
+	Readable string `json:"f"`
+	// Horizon: where the feed's final changesCursor lists from, taken on
+	// its first page before anything was read.
+	Horizon snapshotPos `json:"h"`
+	// Restaurant, Stream: the stream the feed stands after, or inside
+	// when Inside is set; both empty before the first stream.
+	Restaurant string `json:"r,omitempty"`
+	Stream     string `json:"t,omitempty"`
+	Inside     bool   `json:"i,omitempty"`
+	// Pinned, After: the position inside the stream: a collection walk's
+	// pin and the sequence of the last record returned; for the
+	// deliveries, After is the receive position of the last delivery
+	// returned.
+	Pinned int64 `json:"p,omitempty"`
+	After  int64 `json:"a,omitempty"`
+	// Until: when the cursors of the current stream stop working (unix
+	// seconds).
+	Until int64 `json:"u"`
+}
+
+// Valid reports a position the service could have issued.
+func (p *feedPos) Valid() bool {
+	switch {
+	case !p.Horizon.valid() || p.Pinned < 0 || p.After < 0 || p.Until < 0:
+		return false
+	case p.Restaurant == "" && p.Stream == "":
+		return !p.Inside && p.Pinned == 0 && p.After == 0
+	case !ids.Valid(p.Restaurant):
+		return false
+	}
+	_, ok := catalog.Lookup(p.Stream)
+	return ok || p.Stream == store.DeliveryStream
+}
+
+// FeedFrom is where a page of the records feed starts, as its cursor
+// says.
+type FeedFrom struct {
+	pos feedPos
+	// fresh: no usable cursor; the feed starts at its beginning.
+	fresh bool
+}
+
+// Fresh reports a feed's first page (no cursor, or one issued before the
+// key's grants changed): it needs its horizon (PinRecordFeed).
+func (f FeedFrom) Fresh() bool { return f.fresh }
+
+// At is where the page starts in the store's terms.
+func (f FeedFrom) At() store.FeedAt {
+	at := store.FeedAt{RestaurantID: f.pos.Restaurant, Stream: f.pos.Stream}
+	if f.pos.Inside {
+		at.In = &store.WalkPos{Pinned: f.pos.Pinned, After: f.pos.After}
+	}
+	return at
+}
+
+// OpenRecordFeed reads the cursor of a page of the records feed of a key
+// whose readable streams have fingerprint readable. A cursor issued
+// before the key's grants changed starts the feed over.
+func (i *Issuer) OpenRecordFeed(readable, raw string, given bool) (FeedFrom, error) {
+	var pos feedPos
+	ok, err := i.open(KindRecordFeed, raw, given, nil, &pos)
+	if err != nil {
+		return FeedFrom{}, err
+	}
+	if !ok || pos.Readable != readable {
+		return FeedFrom{pos: feedPos{Readable: readable}, fresh: true}, nil
+	}
+	return FeedFrom{pos: pos}, nil
+}
+
+// PinRecordFeed fixes, on a feed's first page, where its final
+// changesCursor lists from: now, the database's horizon before the page
+// reads, so every stream written during the feed is listed by it.
+func (i *Issuer) PinRecordFeed(from *FeedFrom, now store.Snapshot) {
+	from.pos.Horizon = *positionOf(now)
+}
+
+// SealRecordFeed makes the nextCursor continuing the feed at next. A
+// position inside the stream the page started in keeps that stream's
+// lifetime; any other starts a new one.
+func (i *Issuer) SealRecordFeed(from FeedFrom, next store.FeedAt) (string, error) {
+	pos := feedPos{Readable: from.pos.Readable, Horizon: from.pos.Horizon, Restaurant: next.RestaurantID, Stream: next.Stream}
+	until := i.codec.Now().Add(i.walkTTL)
+	if next.In != nil {
+		pos.Inside, pos.Pinned, pos.After = true, next.In.Pinned, next.In.After
+		if from.pos.Inside && from.pos.Restaurant == next.RestaurantID && from.pos.Stream == next.Stream {
+			until = time.Unix(from.pos.Until, 0)
+		}
+	}
+	pos.Until = until.Unix()
+	return i.codec.SealUntil(string(KindRecordFeed), nil, pos, until)
+}
+
+// SealRecordFeedChanges makes the changesCursor of a feed's last page: a
+// cursor of GET /v1/changes listing every stream written since the feed
+// began.
+func (i *Issuer) SealRecordFeedChanges(from FeedFrom) (string, error) {
+	return i.sealStreamChangesSince(from.pos.Readable, from.pos.Horizon)
+}

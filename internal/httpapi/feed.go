@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/foodsafe/foodsafe/internal/metrics"
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// recordFeedMaxBytes: a feed page stops adding items once their JSON
+// passes about this much (always at least one item), so a page of 500
+// large records stays an answer a client can hold.
+const recordFeedMaxBytes = 1 << 20
+
+// feedLimitParam reads the feed's `limit`: as other limits, up to
+// wire.MaxFeedLimit. REST's default is wire.DefaultFeedLimit; MCP keeps
+// its own smaller default, since every item lands in a model's context.
+func feedLimitParam(r request) (int, error) {
+	v, ok, err := r.params.query("limit")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		if r.defaultLimit == restDefaultLimit {
+			return wire.DefaultFeedLimit, nil
+		}
+		return r.defaultLimit, nil
+	}
+	return parseLimitUpTo(v, wire.MaxFeedLimit)
+}
+
+// recordsFeed is GET /v1/records (tool walk_all_records): the items of
+// every stream the key reads (exactly the streams GET /v1/changes lists
+// without a cursor), stream after stream, so a first sync costs pages of
+// records instead of a walk per stream. Each finished stream is listed
+// with the cursor its own walk would have given; the last page carries a
+// GET /v1/changes cursor from the feed's start, which lists everything
+// written while the feed ran. Grants decide everything, as for
+// GET /v1/changes: a stream the key cannot read is never looked at.
+func (a *API) recordsFeed(ctx context.Context, r request) (wire.RecordFeedPage, error) {
+	var none wire.RecordFeedPage
+	limit, err := feedLimitParam(r)
+	if err != nil {
+		return none, err
+	}
+	groups, readable := readableStreams(r.principal)
+	raw, hasCursor, err := r.params.query("cursor")
+	if err != nil {
+		return none, err
+	}
+	from, err := a.cursors.OpenRecordFeed(readable, raw, hasCursor)
+	if err != nil {
+		return none, err
+	}
+	if from.Fresh() {
+		// Taken before anything is read: whatever the feed misses was
+		// written by a transaction this snapshot could not see.
+		now, err := a.store.StreamsHorizon(ctx)
+		if err != nil {
+			return none, err
+		}
+		a.cursors.PinRecordFeed(&from, now)
+	}
+	page, err := a.store.RecordFeed(ctx, store.RecordFeedParams{Groups: groups, At: from.At(), Limit: limit, MaxBytes: recordFeedMaxBytes})
+	if err != nil {
+		return none, err
+	}
+	out := wire.RecordFeedPage{Data: make([]wire.RecordFeedItem, len(page.Items)), Streams: make([]wire.RecordFeedStream, len(page.Ended))}
+	for i, it := range page.Items {
+		out.Data[i] = wire.RecordFeedItem{RestaurantID: it.RestaurantID, Stream: it.Stream, Record: it.Record, Delivery: it.Delivery}
+	}
+	for i, e := range page.Ended {
+		s := wire.RecordFeedStream{RestaurantID: e.RestaurantID, Stream: e.Stream, Head: wire.Sequence(e.Head)}
+		if e.Stream == store.DeliveryStream {
+			s.ChangesCursor, err = a.cursors.SealDeliveryChanges(e.RestaurantID, e.Head)
+		} else {
+			s.ChangesCursor, err = a.cursors.SealWalkChanges(e.RestaurantID, e.Stream, e.Head)
+		}
+		if err != nil {
+			return none, err
+		}
+		out.Streams[i] = s
+	}
+	if page.Next != nil {
+		cur, err := a.cursors.SealRecordFeed(from, *page.Next)
+		if err != nil {
+			return none, err
+		}
+		out.NextCursor = &cur
+	} else {
+		cur, err := a.cursors.SealRecordFeedChanges(from)
+		if err != nil {
+			return none, err
+		}
+		out.ChangesCursor = &cur
+	}
+	a.metrics.WalkPage(metrics.WalkRecords, !hasCursor, len(out.Data))
+	return out, nil
+}

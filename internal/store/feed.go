@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/wire"
+)
+
+// The key-wide records feed (GET /v1/records): the items of every stream
+// a key reads, stream after stream in the order GET /v1/changes lists
+// them, so that a first sync costs requests in proportion to its records,
+// not to its streams. Inside a stream a page is exactly what a walk
+// returns (a collection's full snapshot walk, pinned at the stream's head
+// when the feed reaches it; the deliveries in receive order, as
+// GET .../delivery-changes without a cursor), read by the walk's and the
+// delivery changes' own statements: the feed has no rules of its own
+// about what a stream holds.
+
+// FeedAt is where a feed stands: after the stream (RestaurantID, Stream)
+// (the zero FeedAt: before the first), or inside it when In is set.
+type FeedAt struct {
+	RestaurantID, Stream string
+	// In is the walk position inside the stream: a collection's pin and
+	// the sequence of the last record returned; for the deliveries, After
+	// is the receive position of the last delivery returned (Pinned 0).
+	In *WalkPos
+}
+
+// RecordFeedParams selects one page of RecordFeed.
+type RecordFeedParams struct {
+	// Groups are the streams the key reads (auth.Principal.Streams).
+	Groups []StreamGroup
+	At     FeedAt
+	// Limit bounds the items; MaxBytes stops a page once its items'
+	// estimated JSON passes it (a page holds at least one item).
+	Limit, MaxBytes int
+}
+
+// FeedItem is an item of a feed page: a record of a collection stream
+// (Record) or a delivery of the deliveries stream (Delivery).
+type FeedItem struct {
+	RestaurantID, Stream string
+	Record               *wire.Envelope
+	Delivery             *wire.Delivery
+}
+
+// FeedEnd is a stream whose last item a page returned (or that held
+// none): Head is where a walk of it would end, the pin of a collection's
+// walk or the receive position of the last delivery; the next walk of it
+// starts there.
+type FeedEnd struct {
+	RestaurantID, Stream string
+	Head                 int64
+}
+
+// FeedPage is one page of the feed.
+type FeedPage struct {
+	Items []FeedItem
+	Ended []FeedEnd
+	// Next continues the feed; nil on its last page.
+	Next *FeedAt
+}
+
+// feedFirstRows bounds the rows the first read of a page fetches, before
+// it knows how large the records are: a page of 500 records of 1 MiB
+// would otherwise read 500 MiB to return one. Later reads of the page
+// fetch what the rest of the byte budget holds at the size seen so far.
+const feedFirstRows = 64
+
+// feedItemOverhead estimates the JSON of an item beyond its variable
+// text (member names, timestamps, sequence, booleans).
+const feedItemOverhead = 240
+
+// feedStream is a stream a page reads: from its start (in nil) or from a
+// position inside it; head is its position when listed (-1: unknown).
+type feedStream struct {
+	restaurantID, stream string
+	head                 int64
+	in                   *WalkPos
+}
+
+// feedFill is a page being filled.
+type feedFill struct {
+	p     RecordFeedParams
+	page  FeedPage
+	bytes int
+	// at is where the page stands: after its last ended stream, or inside
+	// the stream it is reading.
+	at FeedAt
+}
+
+func (f *feedFill) rem() int { return f.p.Limit - len(f.page.Items) }
+
+func (f *feedFill) full() bool {
+	return len(f.page.Items) >= f.p.Limit || (len(f.page.Items) > 0 && f.bytes >= f.p.MaxBytes)
+}
+
+// rowBudget is how many rows the next read of the page may fetch.
+func (f *feedFill) rowBudget() int {
+	n := len(f.page.Items)
+	if n == 0 {
+		return min(f.rem(), feedFirstRows)
+	}
+	avg := max(f.bytes/n, 1)
+	return max(1, min(f.rem(), (f.p.MaxBytes-f.bytes)/avg+1))
+}
+
+// RecordFeed reads one page of the feed from p.At: the stream it stands
+// in first, then the streams that hold data after it (StreamsChanged from
+// the zero snapshot, which lists exactly those), whose first pages are
+// read as one pipeline (db.FeedReads) instead of a round trip each. A
+// page costs what it holds: the streams listed are at most the items it
+// may still take (each holds at least one), and the rows read are bounded
+// by the stream heads and the row budget, so empty streams are never
+// looked at and a large stream is read a page at a time.
+func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, error) {
+	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, feedFirstRows))}, at: p.At}
+	var queue []feedStream
+	if p.At.In != nil {
+		queue = append(queue, feedStream{restaurantID: p.At.RestaurantID, stream: p.At.Stream, head: -1, in: p.At.In})
+	}
+	listAfter := FeedAt{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}
+	exhausted := false
+	for round := 0; !f.full(); round++ {
+		if len(queue) == 0 {
+			if exhausted {
+				break
+			}
+			want := f.rem()
+			heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups,
+				AfterRestaurant: listAfter.RestaurantID, AfterStream: listAfter.Stream, Limit: want})
+			if err != nil {
+				return FeedPage{}, err
+			}
+			exhausted = len(heads) <= want
+			heads = heads[:min(len(heads), want)]
+			for _, h := range heads {
+				queue = append(queue, feedStream{restaurantID: h.RestaurantID, stream: h.Stream, head: h.Head})
+			}
+			if len(heads) == 0 {
+				break
+			}
+			last := heads[len(heads)-1]
+			listAfter = FeedAt{RestaurantID: last.RestaurantID, Stream: last.Stream}
+		}
+		var err error
+		if queue, err = s.feedRound(ctx, f, queue, round); err != nil {
+			return FeedPage{}, err
+		}
+	}
+	if f.at.In != nil || len(queue) > 0 || !exhausted {
+		at := f.at
+		f.page.Next = &at
+	}
+	return f.page, nil
+}
+
+// feedRound reads the first streams of queue in one pipeline and takes
+// their items into the page, in order, until it is full. It returns the
+// streams still to read: a stream left part-read comes first, with its
+// position.
+func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, round int) ([]feedStream, error) {
+	rem, budget := f.rem(), f.rowBudget()
+	// Each stream read before another gives at least one item, so stream k
+	// can add at most rem-k; none holds more items than its head. Streams
+	// are added while the rows they may return fit the budget, and at
+	// least 2^round of them, so streams whose heads overstate their items
+	// (records updated many times) take few rounds.
+	var reads []db.FeedRead
+	caps := make([]int, 0, len(queue))
+	used := 0
+	for k, st := range queue {
+		if k > 0 && (k >= rem || (used >= budget && k >= 1<<min(round, 16))) {
+			break
+		}
+		c := rem - k
+		if st.head >= 0 {
+			c = min(c, int(st.head))
+		}
+		c = max(1, min(c, budget-used))
+		used += c
+		caps = append(caps, c)
+		r := db.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c + 1)}
+		if st.stream != DeliveryStream {
+			r.Collection = st.stream
+		}
+		if st.in != nil {
+			r.After = st.in.After
+			if r.Collection != "" {
+				pinned := st.in.Pinned
+				r.Pinned = &pinned
+			}
+		}
+		reads = append(reads, r)
+	}
+	results, err := s.q.FeedReads(ctx, reads)
+	if err != nil {
+		return nil, translate(err)
+	}
+	for k, st := range queue[:len(reads)] {
+		more, err := f.take(st, reads[k], caps[k], results[k])
+		if err != nil {
+			return nil, err
+		}
+		if more {
+			// Part-read: it comes first in the next round (or page); the
+			// streams read after it are read again.
+			rest := append([]feedStream{{restaurantID: st.restaurantID, stream: st.stream, head: -1, in: f.at.In}}, queue[k+1:]...)
+			if f.at.In == nil {
+				// Not one item taken: it starts again where it was.
+				rest[0].in = st.in
+			}
+			return rest, nil
+		}
+		if f.full() {
+			return queue[k+1:], nil
+		}
+	}
+	return queue[len(reads):], nil
+}
+
+// take adds the items of one stream read to the page until it is full;
+// more reports that the stream holds more than the page took.
+func (f *feedFill) take(st feedStream, r db.FeedRead, limit int, rows db.FeedRows) (more bool, err error) {
+	if r.Collection == "" {
+		return f.takeDeliveries(st, limit, rows.Deliveries)
+	}
+	page := walkRowsPage(st.restaurantID, st.stream, limit, r.Pinned, rows.Walk)
+	for i := range page.Records {
+		if f.full() {
+			return true, nil
+		}
+		e := &page.Records[i]
+		f.page.Items = append(f.page.Items, FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Record: e})
+		f.bytes += envelopeSize(e)
+		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{Pinned: page.Pinned, After: int64(e.Sequence)}}
+	}
+	if page.Next != nil {
+		return true, nil
+	}
+	f.end(st, page.Pinned)
+	return false, nil
+}
+
+// takeDeliveries is take for the deliveries stream.
+func (f *feedFill) takeDeliveries(st feedStream, limit int, rows []db.Delivery) (more bool, err error) {
+	last := int64(0)
+	if st.in != nil {
+		last = st.in.After
+	}
+	var dec tempsDecoder
+	for i, r := range rows {
+		if i == limit || f.full() {
+			return true, nil
+		}
+		d, err := dec.fromRow(r)
+		if err != nil {
+			return false, err
+		}
+		f.page.Items = append(f.page.Items, FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Delivery: &d})
+		f.bytes += deliverySize(&d)
+		last = r.ReceivedSequence
+		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{After: last}}
+	}
+	f.end(st, last)
+	return false, nil
+}
+
+// end records that the page returned the last item of st.
+func (f *feedFill) end(st feedStream, head int64) {
+	f.page.Ended = append(f.page.Ended, FeedEnd{RestaurantID: st.restaurantID, Stream: st.stream, Head: head})
+	f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream}
+}
+
+// envelopeSize estimates a record's JSON: its data as stored and its text
+// members.
+func envelopeSize(e *wire.Envelope) int {
+	n := feedItemOverhead + len(e.Data) + len(e.ID) + 2*(len(e.RestaurantID)+len(e.Collection)) + len(e.MutationID)
+	if e.SourceVersion != nil {
+		n += len(*e.SourceVersion)
+	}
+	return n
+}
+
+// deliverySize estimates a delivery's JSON.
+func deliverySize(d *wire.Delivery) int {
+	n := 2*feedItemOverhead + len(d.ID) + 2*len(d.RestaurantID) + len(d.Supplier.ID) + len(d.Supplier.Name)
+	for _, t := range d.TemperatureRecords {
+		n += 64 + len(t.Product) + len(t.LotNumber) + len(t.Unit) + len(t.Value)
+	}
+	for _, s := range d.NonComplianceReasons {
+		n += 4 + len(s)
+	}
+	for _, s := range d.CorrectiveActions {
+		n += 4 + len(s)
+	}
+	if d.Commentary != nil {
+		n += len(*d.Commentary)
+	}
+	return n
+}

@@ -1,0 +1,83 @@
+// This file is written by hand (sqlc generates the others): a page of the
+// key-wide records feed reads the first pages of many small streams, and
+// sqlc has no batch spanning several statements, so the reads are sent as
+// one pipeline of the walk's and delivery changes' own compiled
+// statements (their rules are not copied). Arguments go by position, as
+// in sqlc's functions; TestPipelinesAgreeWithSqlc holds them to sqlc's.
+
+package db
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// FeedRead is one stream read of a feed page: a page of a collection walk
+// (RecordWalkFirstPage without Pinned, which pins the stream's head;
+// RecordWalkPage with it) or of a restaurant's deliveries in receive order
+// (DeliveryChangesPage), at most MaxRows rows after After.
+type FeedRead struct {
+	RestaurantID string
+	// Collection names the collection walked; empty for the deliveries.
+	Collection string
+	Pinned     *int64
+	After      int64
+	MaxRows    int32
+}
+
+// FeedRows are the rows of one FeedRead: Walk for a collection, Deliveries
+// for the deliveries.
+type FeedRows struct {
+	Walk       []RecordWalkPageRow
+	Deliveries []Delivery
+}
+
+// FeedReads runs reads as one pipeline (one round trip however many there
+// are) and returns their rows in the same order. Each statement runs on
+// its own snapshot, as it would alone: a walk's pin is what makes its
+// pages agree, not a shared transaction.
+func (q *Queries) FeedReads(ctx context.Context, reads []FeedRead) ([]FeedRows, error) {
+	sender, ok := q.db.(batchSender)
+	if !ok {
+		return nil, errors.New("db: FeedReads needs a pool, connection or transaction that pipelines")
+	}
+	b := &pgx.Batch{}
+	for _, r := range reads {
+		switch {
+		case r.Collection == "":
+			b.Queue(deliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
+		case r.Pinned == nil:
+			b.Queue(recordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows)
+		default:
+			b.Queue(recordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows)
+		}
+	}
+	br := sender.SendBatch(ctx, b)
+	out := make([]FeedRows, len(reads))
+	var firstErr error
+	for i, r := range reads {
+		rows, err := br.Query()
+		if err != nil && rows != nil {
+			rows.Close()
+		}
+		if err == nil {
+			if r.Collection == "" {
+				out[i].Deliveries, err = scanDeliveries(rows, nil)
+			} else {
+				out[i].Walk, err = scanWalkRows(rows, nil)
+			}
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if err := br.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
