@@ -140,7 +140,7 @@ const resumeFeed = "every page applied is kept: the next run resumes the first l
 // inside the key-wide first listing when one is under way, else stream
 // by stream.
 func (s *Syncer) NextRun() string {
-	if cursor, err := s.t.feedCursor(context.Background()); err == nil && cursor != "" {
+	if cursor, err := s.t.feedCursor(context.Background()); err == nil && cursor != "" && s.feedApplies() {
 		return resumeFeed
 	}
 	return resumeStreams
@@ -299,11 +299,22 @@ func (s *Syncer) run(ctx context.Context) (Summary, error) {
 	return s.finish(r), errors.Join(r.failures...)
 }
 
-// position lists the streams that changed since the kept position into
-// r.listed and returns the position of the next listing. force: every
+// position brings the mirror to a position to list changes from (on a
+// first sync, or when the kept one is refused, by reading every record
+// through the key-wide feed), lists the streams that changed since into
+// r.listed, and returns the position of the next listing. force: every
 // listed stream is to be walked, whatever head the target holds.
 func (s *Syncer) position(ctx context.Context, r *pass) (string, bool, error) {
-	listed, position, force, err := s.listChanges(ctx)
+	if _, err := s.firstListing(ctx, r, false); err != nil {
+		return "", false, err
+	}
+	listed, position, force, err := s.listChanges(ctx, s.feedApplies())
+	if errors.Is(err, errPositionRefused) {
+		if _, err := s.firstListing(ctx, r, true); err != nil {
+			return "", false, err
+		}
+		listed, position, force, err = s.listChanges(ctx, false)
+	}
 	r.listed = listed
 	return position, force, err
 }
@@ -464,8 +475,9 @@ func (s *Syncer) scope() string {
 // the streams that changed, with their heads, and the position of the
 // next listing. force (a kept position the server refused: its data was
 // restored, or its cursor key changed) asks for every listed stream to be
-// walked, whatever head the target holds.
-func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, bool, error) {
+// walked, whatever head the target holds; with toFeed, a refused position
+// is errPositionRefused instead, for the key-wide feed to rebuild from.
+func (s *Syncer) listChanges(ctx context.Context, toFeed bool) (map[streamKey]int64, string, bool, error) {
 	cursor, err := s.t.changesPosition(ctx, s.scope())
 	if err != nil {
 		return nil, "", false, err
@@ -481,6 +493,9 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, 
 		err := s.get(ctx, "/v1/changes", q, &page)
 		switch {
 		case err == nil:
+		case cursor != "" && IsStatus(err, 400) && !force && toFeed:
+			s.log.Warn("changes position refused; reading every record again through the key-wide feed", "error", err.Error())
+			return nil, "", false, errPositionRefused
 		case cursor != "" && IsStatus(err, 400) && !force:
 			s.log.Warn("changes position refused; listing every stream and walking each from its own cursor", "error", err.Error())
 			cursor, force, listed = "", true, map[streamKey]int64{}

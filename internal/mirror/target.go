@@ -982,15 +982,18 @@ func (t *Target) changesPosition(ctx context.Context, scope string) (string, err
 // putChangesPosition keeps the position of the next listing and the scope
 // it was listed for.
 func (t *Target) putChangesPosition(ctx context.Context, scope, pos string) error {
-	return t.tx(ctx, func(tx *sql.Tx) error {
-		for _, kv := range [][2]string{{"changes_position", pos}, {"changes_scope", scope}} {
-			if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
-				ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
-				return err
-			}
+	return t.tx(ctx, func(tx *sql.Tx) error { return t.putChangesPositionTx(ctx, tx, scope, pos) })
+}
+
+// putChangesPositionTx is putChangesPosition inside tx.
+func (t *Target) putChangesPositionTx(ctx context.Context, tx execer, scope, pos string) error {
+	for _, kv := range [][2]string{{"changes_position", pos}, {"changes_scope", scope}} {
+		if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // now is the target's notion of the time of a sync, epoch ms.
@@ -1018,4 +1021,17 @@ func (t *Target) putFeedCursor(ctx context.Context, tx execer, cursor string) er
 	_, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('feed_cursor', ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`), cursor)
 	return err
+}
+
+// restartFeed forgets a key-wide listing under way: its cursor, and the
+// streams it had begun without ending them (the next feed begins them
+// again with a new generation, so rows only the forgotten one brought are
+// dropped when the new one ends their stream).
+func (t *Target) restartFeed(ctx context.Context) error {
+	return t.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sync_state SET walk_kind = NULL WHERE walk_kind = 'feed'`); err != nil {
+			return err
+		}
+		return t.putFeedCursor(ctx, tx, "")
+	})
 }
