@@ -58,8 +58,12 @@ type feedPage struct {
 }
 
 // feedKind marks, in sync_state.walk_kind, a stream the feed under way
-// has begun and not yet ended.
-const feedKind = "feed"
+// has begun and not yet ended; feedNewKind one that held nothing here
+// when the feed began it.
+const (
+	feedKind    = "feed"
+	feedNewKind = "feed-new"
+)
 
 // feedApplies reports whether this run's scope is what the feed reads:
 // every stream of the key. A run narrowed to some restaurants or
@@ -193,8 +197,19 @@ func (s *Syncer) applyFeedPage(ctx context.Context, r *pass, page feedPage, seen
 			}
 			inserted[run.key] += n
 		}
+		ended := map[streamKey]bool{}
 		for i, e := range a.ended {
-			if err := s.endFeedStream(ctx, tx, e, a.heads[i], a.states[streamKey{e.RestaurantID, e.Stream}]); err != nil {
+			k := streamKey{e.RestaurantID, e.Stream}
+			ended[k] = true
+			if err := s.endFeedStream(ctx, tx, e, a.heads[i], a.states[k]); err != nil {
+				return err
+			}
+		}
+		for k, st := range a.states {
+			if ended[k] {
+				continue
+			}
+			if err := s.t.putState(ctx, tx, k.restaurant, k.stream, *st); err != nil {
 				return err
 			}
 		}
@@ -281,16 +296,22 @@ func (s *Syncer) beginFeedStream(ctx context.Context, a *feedApply, k streamKey)
 	if err != nil {
 		return err
 	}
-	if st.WalkKind != feedKind {
+	if st.WalkKind != feedKind && st.WalkKind != feedNewKind {
+		// A stream that holds nothing here has nothing to drop when it ends.
+		kind := feedNewKind
+		if st.ChangesCursor != "" || st.WalkCursor != "" || st.Applied > 0 {
+			kind = feedKind
+		}
 		st.WalkGen++
-		st.WalkKind, st.WalkCursor = feedKind, ""
+		st.WalkKind, st.WalkCursor = kind, ""
 	}
 	a.states[k] = &st
 	return nil
 }
 
 // applyFeedRun writes a run of one stream's items inside tx and returns
-// how many it wrote (deliveries: how many were new).
+// how many it wrote (deliveries: how many were new); the stream's state
+// is written once for the page, by applyFeedPage.
 func (s *Syncer) applyFeedRun(ctx context.Context, tx *sql.Tx, run feedRun, recs []Record, ds []Delivery, st *StreamState) (int64, error) {
 	st.Pages++
 	st.LastError = ""
@@ -298,10 +319,7 @@ func (s *Syncer) applyFeedRun(ctx context.Context, tx *sql.Tx, run feedRun, recs
 		n, err := s.t.applyDeliveries(ctx, tx, run.key.restaurant, ds)
 		st.Applied += n
 		st.WindowFrom, st.WindowTo, st.PassTo = nil, nil, nil
-		if err != nil {
-			return 0, err
-		}
-		return n, s.t.putState(ctx, tx, run.key.restaurant, run.key.stream, *st)
+		return n, err
 	}
 	// As a rebuild: the feed's answer replaces the copy, every row
 	// carrying the stream's new generation.
@@ -309,7 +327,7 @@ func (s *Syncer) applyFeedRun(ctx context.Context, tx *sql.Tx, run feedRun, recs
 		return 0, err
 	}
 	st.Applied += int64(len(recs))
-	return int64(len(recs)), s.t.putState(ctx, tx, run.key.restaurant, run.key.stream, *st)
+	return int64(len(recs)), nil
 }
 
 // endFeedStream ends a stream the feed finished, inside tx: its rows the
@@ -317,7 +335,7 @@ func (s *Syncer) applyFeedRun(ctx context.Context, tx *sql.Tx, run feedRun, recs
 // cursor and head a walk would have ended at, so later runs walk it from
 // there.
 func (s *Syncer) endFeedStream(ctx context.Context, tx *sql.Tx, e feedStream, head int64, st *StreamState) error {
-	if e.Stream != "deliveries" {
+	if e.Stream != "deliveries" && st.WalkKind == feedKind {
 		dropped, err := s.t.dropStale(ctx, tx, e.RestaurantID, e.Stream, st.WalkGen)
 		if err != nil {
 			return err

@@ -1029,7 +1029,7 @@ func (t *Target) putFeedCursor(ctx context.Context, tx execer, cursor string) er
 // dropped when the new one ends their stream).
 func (t *Target) restartFeed(ctx context.Context) error {
 	return t.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sync_state SET walk_kind = NULL WHERE walk_kind = 'feed'`); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sync_state SET walk_kind = NULL WHERE walk_kind IN ('feed', 'feed-new')`); err != nil {
 			return err
 		}
 		return t.putFeedCursor(ctx, tx, "")
