@@ -6,14 +6,17 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,4 +403,44 @@ func deliveryDirect(st *store.Store, restaurant, id string, at time.Time) error 
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
 	})
 	return err
+}
+
+// foodsafe-sync interrupted (SIGINT) inside a first sync's feed says what
+// is true: every page applied is kept and the next run resumes the first
+// listing after its last applied page; that next run does.
+func TestSyncInterruptedFeedSaysWhereItResumes(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	restaurants := seedFeed(t, a, 60, 5, 4)
+	key := a.newKey(feedGrants(restaurants, 5, false)...)
+	proxy := newCountingProxy(t, a.srv.URL)
+	target := sqliteTarget(t)
+	var proc atomic.Pointer[os.Process]
+	proxy.setAfterFeed(func(page int) error {
+		if page != 2 {
+			return nil
+		}
+		p := proc.Load()
+		if p == nil {
+			return errors.New("no process to interrupt")
+		}
+		return p.Signal(os.Interrupt)
+	})
+	l := startSync(t, key, "--api", proxy.URL, "--to", target, "--once")
+	proc.Store(l.cmd.Process)
+	res := l.wait(t)
+	require.Equal(t, 1, res.Code, "stderr:\n%s", res.Stderr)
+	require.Contains(t, res.Stderr, "interrupted; every page applied is kept: the next run resumes the first listing of every record (GET /v1/records) after its last applied page")
+	proxy.setAfterFeed(nil)
+	_, _, feed := proxy.take(t)
+	require.Len(t, feed, 2)
+
+	r := runSync(t, key, "--api", proxy.URL, "--to", target, "--json")
+	require.Equal(t, 0, r.Code, "stderr:\n%s", r.Stderr)
+	_, _, feed = proxy.take(t)
+	require.NotEmpty(t, feed)
+	require.NotEmpty(t, feed[0], "the next run resumed the feed")
+	for _, rid := range restaurants {
+		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+	}
 }
