@@ -29,7 +29,9 @@ func FuzzSignedCursors(f *testing.F) {
 		`{"o":9223372036854775807,"i":"` + string(make([]byte, 300)) + `"}`, `{"i":"\ud800"}`, `null`, `[]`, `{}`,
 		`{"p":-5,"a":3}`, `{"p":1,"a":-1,"u":-1}`, `{"s":-1}`, `{"s":9223372036854775807}`, `{"p":1e300}`, `{"a":-1}`,
 		`{"a":9223372036854775807}`, `{"s":{"n":5,"x":3},"f":""}`, `{"s":{"n":1,"x":9,"i":[0]}}`,
-		`{"s":{},"h":{"x":9223372036854775807},"r":"r1","t":"areas","f":""}`, `{"s":{},"r":"r1","t":"nope"}`} {
+		`{"s":{},"h":{"x":9223372036854775807},"r":"r1","t":"areas","f":""}`, `{"s":{},"r":"r1","t":"nope"}`,
+		`{"f":"","h":{},"r":"r1","t":"areas","i":true,"p":9223372036854775807,"a":-1,"u":1}`, `{"f":"","h":{"n":3,"x":2},"u":1}`,
+		`{"f":"","h":{},"r":"r2","t":"deliveries","i":true,"a":5,"u":4102444800}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, pos string) {
@@ -47,6 +49,7 @@ func FuzzSignedCursors(f *testing.F) {
 			{cursor.KindChanges, "/v1/restaurants/r1/collections/areas/records?limit=5&cursor=", []string{"r1", "areas"}},
 			{cursor.KindDeliveryChanges, "/v1/restaurants/r1/delivery-changes?limit=5&cursor=", []string{"r1"}},
 			{cursor.KindStreamChanges, "/v1/changes?limit=5&cursor=", nil},
+			{cursor.KindRecordFeed, "/v1/records?limit=5&cursor=", nil},
 		}
 		for _, k := range kinds {
 			token, err := codec.Seal(string(k.kind), k.bind, raw, time.Hour)

@@ -82,7 +82,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		tools = append(tools, tl.Name)
 	}
 	require.ElementsMatch(t, []string{"list_restaurants", "list_collections", "walk_records", "get_record",
-		"list_deliveries", "get_delivery", "list_changes", "list_delivery_changes"}, tools)
+		"list_deliveries", "get_delivery", "list_changes", "list_delivery_changes", "walk_all_records"}, tools)
 	require.Equal(t, 3, got.Pages, "5 records, 2 per page")
 	var want []string
 	for _, e := range a.walkAll(key, "r1", "areas", 2) {

@@ -102,7 +102,7 @@ func TestMCPToolsAnswerAsREST(t *testing.T) {
 	for _, rev := range []string{rev2026, rev1125, rev0618} {
 		t.Run(rev, func(t *testing.T) {
 			s := f.a.mcpConnect(t, f.keyA, rev)
-			require.ElementsMatch(t, []string{"list_restaurants", "list_changes", "list_collections", "walk_records", "get_record", "list_assets",
+			require.ElementsMatch(t, []string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "list_assets",
 				"list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}, s.toolNames())
 
 			out := s.ok("list_restaurants", nil)
@@ -308,16 +308,16 @@ func TestMCPToolsFollowScopes(t *testing.T) {
 		tools []string
 	}{
 		"deliveries only": {a.newKey(grant(restA, "deliveries:read")),
-			[]string{"list_restaurants", "list_changes", "list_deliveries", "list_delivery_changes", "get_delivery"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_deliveries", "list_delivery_changes", "get_delivery"}},
 		"images on another restaurant than deliveries": {a.newKey(grant(restA, "deliveries:read"), grant(restB, "delivery-images:read")),
-			[]string{"list_restaurants", "list_changes", "list_deliveries", "list_delivery_changes", "get_delivery"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_deliveries", "list_delivery_changes", "get_delivery"}},
 		"deliveries and images": {a.newKey(grant(restA, "deliveries:read", "delivery-images:read")),
-			[]string{"list_restaurants", "list_changes", "list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}},
 		"one collection without files": {a.newKey(grant(restA, "areas:read")),
-			[]string{"list_restaurants", "list_changes", "list_collections", "walk_records", "get_record"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record"}},
 		"a collection with files": {a.newKey(grant(restA, "drive-files:read")),
-			[]string{"list_restaurants", "list_changes", "list_collections", "walk_records", "get_record", "list_assets"}},
-		"writes only": {a.newKey(grant(restA, "areas:write", "deliveries:write")), []string{"list_restaurants", "list_changes"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "list_assets"}},
+		"writes only": {a.newKey(grant(restA, "areas:write", "deliveries:write")), []string{"list_restaurants", "list_changes", "walk_all_records"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := a.mcpConnect(t, c.key, rev1125)

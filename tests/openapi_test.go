@@ -141,8 +141,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			require.True(t, registered[method+" "+path], "%s %s is documented but not served", method, path)
 		}
 	}
-	require.Len(t, registered, 28+heads, "the route table, counted by hand, and HEAD for every GET")
-	require.Equal(t, 20, heads, "every GET but the file download, whose HEAD is documented")
+	require.Len(t, registered, 29+heads, "the route table, counted by hand, and HEAD for every GET")
+	require.Equal(t, 21, heads, "every GET but the file download, whose HEAD is documented")
 }
 
 func TestDocsPage(t *testing.T) {

@@ -24,6 +24,11 @@ const (
 	goldenStreamChanges   = "eyJ2IjoxLCJrIjoic3RyZWFtLWNoYW5nZXMiLCJiIjpudWxsLCJwIjp7InMiOnsibiI6MTAwLCJ4IjoxMDUsImkiOlsxMDEsMTAzXX0sImYiOiIwMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1NjcifX1Cso137cxRytBuADk13JQ6RHwHC0t-rldLEodwtnzUmQ"
 	goldenStreamNext      = "eyJ2IjoxLCJrIjoic3RyZWFtLWNoYW5nZXMiLCJiIjpudWxsLCJwIjp7InMiOnt9LCJoIjp7Im4iOjExMCwieCI6MTEyfSwiciI6InIxIiwidCI6ImFyZWFzIiwiZiI6IjAxMjM0NTY3ODlhYmNkZWYwMTIzNDU2NyJ9fWR57NbUGdfWMiskz6i51Esb_yzV79-S0QvMI7JDGMi6"
 	goldenReadable        = "0123456789abcdef01234567"
+	// A records feed inside r1's areas (pinned at 42, after 7) and after
+	// r1's deliveries, from a feed whose horizon is goldenStreamChanges'
+	// snapshot.
+	goldenFeedInside = "eyJ2IjoxLCJrIjoicmVjb3JkLWZlZWQiLCJiIjpudWxsLCJlIjoxODAwMDg2NDAwLCJwIjp7ImYiOiIwMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1NjciLCJoIjp7Im4iOjEwMCwieCI6MTA1LCJpIjpbMTAxLDEwM119LCJyIjoicjEiLCJ0IjoiYXJlYXMiLCJpIjp0cnVlLCJwIjo0MiwiYSI6NywidSI6MTgwMDA4NjQwMH19MpwSBbPLyNDBOCaxDK-7EuSrX_g8d0ydZ3hkddFFAyA"
+	goldenFeedAfter  = "eyJ2IjoxLCJrIjoicmVjb3JkLWZlZWQiLCJiIjpudWxsLCJlIjoxODAwMDg2NDAwLCJwIjp7ImYiOiIwMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1NjciLCJoIjp7Im4iOjEwMCwieCI6MTA1LCJpIjpbMTAxLDEwM119LCJyIjoicjEiLCJ0IjoiZGVsaXZlcmllcyIsInUiOjE4MDAwODY0MDB9fcldQbJzOYenl3GjKemufgllGpcjW8zvxr73S8BwXCrC"
 )
 
 var goldenNow = time.Unix(1_800_000_000, 0)
@@ -140,5 +145,42 @@ func TestGoldenWalkCursors(t *testing.T) {
 	next, _, err := issuer.SealWalk(w, cursor.WalkFrom{Until: end}, &store.WalkPos{Pinned: 42, After: 7}, 42)
 	if err != nil || *next != goldenRecords {
 		t.Fatalf("nextCursor seals to other bytes: %v %v", next, err)
+	}
+}
+
+// The records feed's cursors, golden too: they open within their
+// stream's lifetime to the positions sealed, those positions seal to the
+// same bytes, and the feed's changesCursor is the GET /v1/changes cursor
+// of its horizon. Past the lifetime they are refused as expired; for a
+// key whose grants changed the feed starts over.
+func TestGoldenRecordFeedCursors(t *testing.T) {
+	issuer := goldenIssuer(goldenNow.Add(time.Hour))
+	from, err := issuer.OpenRecordFeed(goldenReadable, goldenFeedInside, true)
+	if err != nil || from.Fresh() {
+		t.Fatalf("%+v, %v", from, err)
+	}
+	if at := from.At(); at.RestaurantID != "r1" || at.Stream != "areas" || at.In == nil || *at.In != (store.WalkPos{Pinned: 42, After: 7}) {
+		t.Fatalf("inside: %+v", at)
+	}
+	// Still inside the same stream: the same lifetime, the same bytes.
+	next, err := issuer.SealRecordFeed(from, store.FeedAt{RestaurantID: "r1", Stream: "areas", In: &store.WalkPos{Pinned: 42, After: 7}})
+	if err != nil || next != goldenFeedInside {
+		t.Fatalf("inside seals to other bytes: %v %v", next, err)
+	}
+	changes, err := issuer.SealRecordFeedChanges(from)
+	if err != nil || changes != goldenStreamChanges {
+		t.Fatalf("the feed's changesCursor is not the listing's of its horizon: %v %v", changes, err)
+	}
+	after, err := issuer.OpenRecordFeed(goldenReadable, goldenFeedAfter, true)
+	if at := after.At(); err != nil || at.RestaurantID != "r1" || at.Stream != "deliveries" || at.In != nil {
+		t.Fatalf("after: %+v, %v", at, err)
+	}
+	regranted, err := issuer.OpenRecordFeed("another fingerprint", goldenFeedInside, true)
+	if err != nil || !regranted.Fresh() || regranted.At() != (store.FeedAt{}) {
+		t.Fatalf("grants changed: %+v, %v", regranted, err)
+	}
+	expired := goldenIssuer(goldenNow.Add(24 * time.Hour))
+	if _, err := expired.OpenRecordFeed(goldenReadable, goldenFeedInside, true); err == nil {
+		t.Fatal("a feed cursor past its stream's lifetime opened")
 	}
 }

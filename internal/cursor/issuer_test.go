@@ -120,6 +120,22 @@ func TestInvalidPositions(t *testing.T) {
 			_, err := issuer.OpenStreamChanges("f", seal(cursor.KindStreamChanges, nil, `{"s":{},"h":{},"r":"r1","t":"nope","f":"f"}`), true)
 			return err
 		},
+		"records feed: not a stream": func() error {
+			_, err := issuer.OpenRecordFeed("f", seal(cursor.KindRecordFeed, nil, `{"f":"f","h":{},"r":"r1","t":"nope","u":1}`), true)
+			return err
+		},
+		"records feed: inside no stream": func() error {
+			_, err := issuer.OpenRecordFeed("f", seal(cursor.KindRecordFeed, nil, `{"f":"f","h":{},"i":true,"a":3,"u":1}`), true)
+			return err
+		},
+		"records feed: a snapshot the database could not take": func() error {
+			_, err := issuer.OpenRecordFeed("f", seal(cursor.KindRecordFeed, nil, `{"f":"f","h":{"n":5,"x":3},"u":1}`), true)
+			return err
+		},
+		"records feed: a negative position": func() error {
+			_, err := issuer.OpenRecordFeed("f", seal(cursor.KindRecordFeed, nil, `{"f":"f","h":{},"r":"r1","t":"areas","i":true,"p":-1,"u":1}`), true)
+			return err
+		},
 	} {
 		e, ok := apperr.As(open())
 		if !ok || e.Code != apperr.Invalid || len(e.Errors) != 1 {

@@ -24,7 +24,7 @@ import (
 func TestMCPSchemasDescribeEveryField(t *testing.T) {
 	tools, err := buildTools((&API{}).routes())
 	require.NoError(t, err)
-	require.Len(t, tools, 10)
+	require.Len(t, tools, 11)
 	for _, tl := range tools {
 		require.NotEmpty(t, tl.description, tl.name)
 		require.Contains(t, tl.description, "does not prove that nothing happened", tl.name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -49,6 +50,25 @@ func renderText(tool string, out any) string {
 		writeDeliveries(&b, v.Data, "in the order received")
 		writeNext(&b, tool, v.NextCursor)
 		writeChanges(&b, tool, v.ChangesCursor)
+	case wire.RecordFeedPage:
+		fmt.Fprintf(&b, "%s, stream after stream:", count(len(v.Data), "item"))
+		for _, it := range v.Data {
+			fmt.Fprintf(&b, "\n- %s ", it.RestaurantID)
+			if it.Record != nil {
+				writeEnvelope(&b, *it.Record)
+			} else if it.Delivery != nil {
+				b.WriteString("delivery ")
+				writeDelivery(&b, *it.Delivery)
+			}
+		}
+		for _, s := range v.Streams {
+			fmt.Fprintf(&b, "\nStream %s %s complete at head %d; to get only what changes in it from now on, call %s later with cursor %q.",
+				s.RestaurantID, s.Stream, int64(s.Head), streamTool(s.Stream), s.ChangesCursor)
+		}
+		writeNext(&b, tool, v.NextCursor)
+		if v.ChangesCursor != nil {
+			fmt.Fprintf(&b, "\nTo learn which streams changed while and since the feed ran, call list_changes with cursor %q (it never expires).", *v.ChangesCursor)
+		}
 	case wire.Delivery:
 		writeDelivery(&b, v)
 	case List[wire.FileItem]:
@@ -127,6 +147,15 @@ func writeDelivery(b *strings.Builder, d wire.Delivery) {
 		fmt.Fprintf(b, "; note: %s", *d.Commentary)
 	}
 	fmt.Fprintf(b, "; %s", count(int(d.ImageCount), "photograph"))
+}
+
+// streamTool is the tool that walks a stream of the feed from its
+// changesCursor.
+func streamTool(stream string) string {
+	if stream == catalog.DeliveryStream {
+		return "list_delivery_changes"
+	}
+	return "walk_records"
 }
 
 // writeNext says how to go on: the paging rule, in the text too.

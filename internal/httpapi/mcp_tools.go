@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,11 @@ type deliveryChangesArgs struct {
 	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, or the changesCursor of an earlier call's last page to get only the deliveries received since; absent or empty to start at the first delivery received."`
 }
 
+type feedArgs struct {
+	Limit  *int   `json:"limit,omitempty" jsonschema:"Items per page, {feed-limit-range}; any limit on any page."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty to start the feed."`
+}
+
 type deliveryArgs struct {
 	restaurantArgs
 	DeliveryID string `json:"deliveryId" jsonschema:"The delivery's id, as list_deliveries returns it."`
@@ -119,6 +125,9 @@ type mcpTool struct {
 	group       toolGroup
 	args        reflect.Type
 	description string
+
+	// maxLimit is the largest limit the tool takes (0: wire.MaxLimit).
+	maxLimit int
 
 	tool *mcp.Tool
 	op   operation
@@ -172,6 +181,17 @@ func mcpToolTable() []mcpTool {
 				"learn in one call what changed since (an empty list when nothing did). A stream may come again with a head " +
 				"you already saw: compare heads and read only the streams whose head moved (walk_records from that " +
 				"collection's changesCursor, list_delivery_changes for deliveries). Cursors never expire. " + emptyCaveat},
+		{name: "walk_all_records", title: "Every record this key reads", route: "walkAllRecords", args: reflect.TypeFor[feedArgs](),
+			maxLimit: wire.MaxFeedLimit,
+			description: "The records of every collection this key reads at every restaurant, and the deliveries where it " +
+				"reads them, many streams per call: stream after stream (restaurantId, then stream), each collection's " +
+				"records as walk_records returns them (tombstones included), each restaurant's deliveries as " +
+				"list_delivery_changes does. Each item says its restaurantId and stream. " + paging + "streams lists each " +
+				"stream once, when its last item has come, with its changesCursor: walk_records (or list_delivery_changes) " +
+				"from it later returns only what changed since. The last page carries changesCursor, a list_changes " +
+				"cursor that lists every stream written while the feed ran. nextCursor expires (24 hours after the feed " +
+				"started its current stream by default; then start again). For one restaurant or collection, walk_records " +
+				"is the tool. " + emptyCaveat},
 		{name: "list_delivery_changes", title: "Deliveries as received", route: "listDeliveryChanges", group: groupDeliveries,
 			args: reflect.TypeFor[deliveryChangesArgs](),
 			description: "A restaurant's deliveries in the order the service received them, whatever their occurredAt, so a " +
@@ -212,7 +232,7 @@ func buildTools(routes []route) ([]mcpTool, error) {
 
 // define generates the tool's schemas from its argument and output types.
 func (t *mcpTool) define() error {
-	in, err := inputSchema(t.args)
+	in, err := inputSchema(t.args, cmp.Or(t.maxLimit, wire.MaxLimit))
 	if err != nil {
 		return err
 	}
@@ -250,7 +270,7 @@ var schemaTypes = map[reflect.Type]*jsonschema.Schema{
 // inputSchema is the schema of a tool's arguments, with the bounds and
 // patterns REST's parameters have and the numbers of its descriptions
 // filled in (expandProse).
-func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
+func inputSchema(t reflect.Type, maxLimit int) (*jsonschema.Schema, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypes})
 	if err != nil {
 		return nil, err
@@ -263,7 +283,7 @@ func inputSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	for name, p := range s.Properties {
 		switch name {
 		case "limit":
-			p.Minimum, p.Maximum = jsonschema.Ptr(float64(wire.MinLimit)), jsonschema.Ptr(float64(wire.MaxLimit))
+			p.Minimum, p.Maximum = jsonschema.Ptr(float64(wire.MinLimit)), jsonschema.Ptr(float64(maxLimit))
 			p.Default = json.RawMessage(fmt.Sprint(mcpDefaultLimit))
 		case "from", "to":
 			p.Pattern = wire.TimestampPattern

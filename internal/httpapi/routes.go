@@ -253,7 +253,7 @@ func (a *API) routes() []route {
 				"(initialize, no Mcp-Session-Id). The body is a JSON-RPC 2.0 message; send `Accept: application/json, " +
 				"text/event-stream`. Keys, rate limit and audit trail are the REST API's: every POST counts against the " +
 				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_changes, list_collections, " +
-				"walk_records, get_record, list_assets, list_deliveries, list_delivery_changes, get_delivery, list_delivery_images; each calls the " +
+				"walk_records, walk_all_records, get_record, list_assets, list_deliveries, list_delivery_changes, get_delivery, list_delivery_images; each calls the " +
 				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
 				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors (an unknown method: " +
 				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +

@@ -117,6 +117,12 @@ func (f *feedFill) rowBudget() int {
 func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, error) {
 	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, feedFirstRows))}, at: p.At}
 	var queue []feedStream
+	if p.At.In != nil && !reads(p.Groups, StreamHead{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}) {
+		// Signed is not trusted (cursor.Codec.Open): a position inside a
+		// stream the key does not read reads nothing of it.
+		p.At.In = nil
+		f.at.In = nil
+	}
 	if p.At.In != nil {
 		queue = append(queue, feedStream{restaurantID: p.At.RestaurantID, stream: p.At.Stream, head: -1, in: p.At.In})
 	}
@@ -149,7 +155,18 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 			return FeedPage{}, err
 		}
 	}
-	if f.at.In != nil || len(queue) > 0 || !exhausted {
+	more := f.at.In != nil || len(queue) > 0
+	if !more && !exhausted {
+		// The page ended with a stream: is there one after it? (Else the
+		// next page would be an empty last page, one more request.)
+		heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups,
+			AfterRestaurant: f.at.RestaurantID, AfterStream: f.at.Stream, Limit: 0})
+		if err != nil {
+			return FeedPage{}, err
+		}
+		more = len(heads) > 0
+	}
+	if more {
 		at := f.at
 		f.page.Next = &at
 	}

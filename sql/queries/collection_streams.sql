@@ -47,6 +47,9 @@ FROM pg_current_snapshot() AS s;
 -- predicate is checked on those rows, and the Sort orders only them.
 -- On Citus the array prunes to the restaurants' shards: a fan-out bounded
 -- by the restaurants granted (and the shard count), never every shard.
+-- GET /v1/records runs it from the zero snapshot (every stream that holds
+-- data) after the feed's position, for at most the items its page may
+-- still take: the streams the feed reads next.
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.restaurant_id COLLATE "C" = ANY(sqlc.arg(restaurant_ids)::text[])

@@ -68,7 +68,8 @@ LIMIT sqlc.arg(max_rows);
 -- (StreamNextSequence), so they commit in order: a page that returned
 -- position N has seen every delivery below N. deliveries_received_idx: one
 -- range scan stopped by LIMIT (restaurant_id under "C", as the index
--- compares it).
+-- compares it). GET /v1/records reads a restaurant's deliveries stream
+-- with it, in a pipeline of several streams (db.FeedReads).
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
        received_sequence

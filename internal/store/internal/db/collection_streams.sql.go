@@ -107,6 +107,9 @@ type StreamsChangedRow struct {
 // predicate is checked on those rows, and the Sort orders only them.
 // On Citus the array prunes to the restaurants' shards: a fan-out bounded
 // by the restaurants granted (and the shard count), never every shard.
+// GET /v1/records runs it from the zero snapshot (every stream that holds
+// data) after the feed's position, for at most the items its page may
+// still take: the streams the feed reads next.
 func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) ([]StreamsChangedRow, error) {
 	rows, err := q.db.Query(ctx, streamsChanged,
 		arg.RestaurantIds,

@@ -32,7 +32,8 @@ type DeliveryChangesPageParams struct {
 // (StreamNextSequence), so they commit in order: a page that returned
 // position N has seen every delivery below N. deliveries_received_idx: one
 // range scan stopped by LIMIT (restaurant_id under "C", as the index
-// compares it).
+// compares it). GET /v1/records reads a restaurant's deliveries stream
+// with it, in a pipeline of several streams (db.FeedReads).
 func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPageParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, deliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
 	if err != nil {

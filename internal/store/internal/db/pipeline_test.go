@@ -60,6 +60,31 @@ func TestPipelinesAgreeWithSqlc(t *testing.T) {
 	})
 }
 
+// FeedReads sends each read as the statement sqlc generates for it, with
+// the same arguments in the same order.
+func TestFeedReadsAgreeWithSqlc(t *testing.T) {
+	ctx := context.Background()
+	pinned := int64(42)
+	reads := []FeedRead{
+		{RestaurantID: "r1", Collection: "areas", After: 0, MaxRows: 11},
+		{RestaurantID: "r1", Collection: "products", Pinned: &pinned, After: 7, MaxRows: 12},
+		{RestaurantID: "r2", After: 3, MaxRows: 13},
+	}
+	pipelined := &recorder{}
+	_, err := New(pipelined).FeedReads(ctx, reads)
+	require.NoError(t, err)
+
+	oneByOne := &recorder{}
+	q := New(oneByOne)
+	_, err = q.RecordWalkFirstPage(ctx, RecordWalkFirstPageParams{RestaurantID: "r1", Collection: "areas", AfterSequence: 0, MaxRows: 11})
+	require.NoError(t, err)
+	_, err = q.RecordWalkPage(ctx, RecordWalkPageParams{RestaurantID: "r1", Collection: "products", Pinned: &pinned, AfterSequence: 7, MaxRows: 12})
+	require.NoError(t, err)
+	_, err = q.DeliveryChangesPage(ctx, DeliveryChangesPageParams{RestaurantID: "r2", AfterSequence: 3, MaxRows: 13})
+	require.NoError(t, err)
+	require.Equal(t, oneByOne.sent, pipelined.sent, "statements and arguments, in order")
+}
+
 // statement is one statement a recorder was sent.
 type statement struct {
 	sql  string
@@ -80,8 +105,9 @@ func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.Comm
 	return pgconn.CommandTag{}, nil
 }
 
-func (r *recorder) Query(context.Context, string, ...any) (pgx.Rows, error) {
-	return nil, fmt.Errorf("recorder: Query is not recorded")
+func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.sent = append(r.sent, statement{sql, args})
+	return noRows{}, nil
 }
 
 func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
@@ -110,6 +136,15 @@ type recordedBatch struct {
 func (recordedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, nil }
 func (b recordedBatch) QueryRow() pgx.Row              { return positionalRow{b.r} }
 func (recordedBatch) Close() error                     { return nil }
+func (recordedBatch) Query() (pgx.Rows, error)         { return noRows{}, nil }
+
+// noRows is the empty result a recorder answers a query with.
+type noRows struct{ pgx.Rows }
+
+func (noRows) Close()                                       {}
+func (noRows) Err() error                                   { return nil }
+func (noRows) Next() bool                                   { return false }
+func (noRows) FieldDescriptions() []pgconn.FieldDescription { return nil }
 
 // positionalRow gives each column the value distinct gives its position,
 // and records the types it was scanned into.

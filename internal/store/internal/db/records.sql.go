@@ -385,6 +385,8 @@ type RecordWalkFirstPageRow struct {
 //  2. only when (after, H] is empty: the marker row of RecordWalkPage,
 //     carrying H.
 //
+// GET /v1/records reads the first page of each stream it reaches with it,
+// many streams in one pipeline (db.FeedReads).
 // It is what a polling partner runs most (a changes walk that finds
 // nothing, or a page of what changed), and without the history branch
 // and the pin's parameter the executor sets up and evaluates about half
@@ -508,6 +510,8 @@ type RecordWalkPageRow struct {
 //     FOODSAFE_CURSOR_TTL after its first page, before any version it
 //     needs is compacted (FOODSAFE_COMPACT_AFTER is longer).
 //
+// GET /v1/records reads a stream it has started with this statement too,
+// in a pipeline of several streams (db.FeedReads).
 // Records created after P are in neither. The caller merges both branches
 // by sequence and keeps the first max_rows, so the statement needs no Sort.
 // The service runs it for pages with a pin; a page without one (P = H, so
