@@ -14,7 +14,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/catalog"
 )
 
-// BenchmarkFirstSync: foodsafe-sync's first sync of a key that reads
+// BenchmarkSyncFirstOfLargeKey: foodsafe-sync's first sync of a key that reads
 // 2,000 restaurants (FOODSAFE_FIRST_SYNC_BENCH_RESTAURANTS) x 24
 // collections and their deliveries, one record or delivery in each of the
 // 50,000 streams, into SQLite: the requests that reached the server
@@ -22,7 +22,7 @@ import (
 // requests take under the default budget of 300 a minute. The goal is at
 // most 1,500 requests (a walk per stream cost 50,501). `make
 // bench-first-sync` runs it; docs/performance.md has the figures.
-func BenchmarkFirstSync(b *testing.B) {
+func BenchmarkSyncFirstOfLargeKey(b *testing.B) {
 	n := 2000
 	if env := os.Getenv("FOODSAFE_FIRST_SYNC_BENCH_RESTAURANTS"); env != "" {
 		var err error
