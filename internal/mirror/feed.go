@@ -107,7 +107,6 @@ func (s *Syncer) readFeed(ctx context.Context, r *pass, cursor string) (bool, er
 	} else {
 		s.log.Info("resuming the first listing of every record after its last applied page")
 	}
-	seen := map[streamKey]int64{} // items applied per stream this run, for the progress display
 	for {
 		var page feedPage
 		err := s.get(ctx, "/v1/records", pageQuery(cursor, FeedPageSize), &page)
@@ -126,7 +125,7 @@ func (s *Syncer) readFeed(ctx context.Context, r *pass, cursor string) (bool, er
 		default:
 			return false, err
 		}
-		if err := s.applyFeedPage(ctx, r, page, seen); err != nil {
+		if err := s.applyFeedPage(ctx, r, page); err != nil {
 			return false, err
 		}
 		if page.NextCursor == nil {
@@ -180,7 +179,7 @@ type feedApply struct {
 // applyFeedPage applies one page: every stream it touches is made sure
 // of (tables, state) first; then, in one transaction, its items, the
 // streams it ends and the feed's position.
-func (s *Syncer) applyFeedPage(ctx context.Context, r *pass, page feedPage, seen map[streamKey]int64) error {
+func (s *Syncer) applyFeedPage(ctx context.Context, r *pass, page feedPage) error {
 	if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
 		return fmt.Errorf("the last page of GET /v1/records carries no changesCursor")
 	}
@@ -218,7 +217,7 @@ func (s *Syncer) applyFeedPage(ctx context.Context, r *pass, page feedPage, seen
 	if err != nil {
 		return fmt.Errorf("applying a page of GET /v1/records to %s: %w", s.t.Where, err)
 	}
-	s.feedProgress(r, a, inserted, seen)
+	s.feedProgress(r, a, inserted, page.NextCursor == nil)
 	return nil
 }
 
@@ -366,31 +365,23 @@ func (s *Syncer) putFeedPosition(ctx context.Context, tx *sql.Tx, page feedPage)
 }
 
 // feedProgress counts an applied page in the run's summary and tells the
-// progress display about every stream it touched.
-func (s *Syncer) feedProgress(r *pass, a *feedApply, inserted, seen map[streamKey]int64) {
+// progress display about the feed as one line (a line per stream would
+// be a redraw per stream, and the feed ends hundreds a page).
+func (s *Syncer) feedProgress(r *pass, a *feedApply, inserted map[streamKey]int64, last bool) {
 	r.sum.Pages++
 	for _, run := range a.runs {
-		seen[run.key] += inserted[run.key]
 		if run.key.stream == "deliveries" {
 			r.sum.Deliveries += inserted[run.key]
 		} else {
 			r.sum.Records += inserted[run.key]
 		}
 	}
-	ended := map[streamKey]bool{}
-	for _, e := range a.ended {
-		k := streamKey{e.RestaurantID, e.Stream}
-		ended[k] = true
-		r.sum.Streams++
-		s.progress(StreamEvent{Restaurant: k.restaurant, Stream: k.stream, Kind: feedKind, Pages: 1, Records: seen[k], Done: true})
-		delete(seen, k)
-	}
-	for _, run := range a.runs {
-		if !ended[run.key] {
-			s.progress(StreamEvent{Restaurant: run.key.restaurant, Stream: run.key.stream, Kind: feedKind, Pages: 1, Records: seen[run.key]})
-		}
-	}
+	r.sum.Streams += len(a.ended)
+	s.progress(StreamEvent{Stream: feedStreamName, Kind: feedKind, Pages: r.sum.Pages, Records: r.sum.Records + r.sum.Deliveries, Done: last})
 }
+
+// feedStreamName names the feed in progress events.
+const feedStreamName = "GET /v1/records"
 
 // errPositionRefused: the server refused the kept GET /v1/changes
 // position (its data was restored, or its cursor key changed).
