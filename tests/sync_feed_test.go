@@ -444,3 +444,31 @@ func TestSyncInterruptedFeedSaysWhereItResumes(t *testing.T) {
 		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
 	}
 }
+
+// Against a server without the key-wide feed (404), a first sync walks
+// every stream, as before the feed, saying so; the mirror equals the
+// server.
+func TestSyncFirstSyncWithoutFeedWalksEachStream(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	restaurants := seedFeed(t, a, 10, 5, 2)
+	key := a.newKey(feedGrants(restaurants, 5, false)...)
+	var refused atomic.Int64
+	api := faultProxy(t, a.srv.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/v1/records" {
+			return false
+		}
+		refused.Add(1)
+		writeProblem(w, r, http.StatusNotFound, "not-found")
+		return true
+	})
+	target := sqliteTarget(t)
+	r := runSync(t, key, "--api", api, "--to", target, "--json")
+	require.Equal(t, 0, r.Code, "stderr:\n%s", r.Stderr)
+	require.Equal(t, int64(1), refused.Load(), "asked once")
+	require.Contains(t, r.Stderr, "the server has no key-wide feed (GET /v1/records); walking every stream instead")
+	require.Equal(t, 50, r.summary(t).Streams, "every stream walked")
+	for _, rid := range restaurants {
+		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+	}
+}
