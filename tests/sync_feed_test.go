@@ -472,3 +472,46 @@ func TestSyncFirstSyncWithoutFeedWalksEachStream(t *testing.T) {
 		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
 	}
 }
+
+// A key whose grants change while its first sync's feed is under way: the
+// server starts the feed over from its beginning when the kept cursor
+// comes back (its cursors are bound to what the key reads), the streams
+// already ended are brought again as rebuilds, and the mirror ends equal
+// to the server, the newly granted restaurant included.
+func TestSyncFeedAcrossAGrantChange(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	restaurants := seedFeed(t, a, 60, 5, 4)
+	key := a.newKey(feedGrants(restaurants[:59], 5, false)...)
+	proxy := newCountingProxy(t, a.srv.URL)
+	target := sqliteTarget(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	proxy.setAfterFeed(func(page int) error {
+		if page == 2 {
+			cancel() // the first page is applied by then
+		}
+		return nil
+	})
+	var logs bytes.Buffer
+	_, _, err := inProcessSync(ctx, t, proxy.URL, key, target, &logs)
+	require.ErrorIs(t, err, context.Canceled)
+	proxy.setAfterFeed(nil)
+	proxy.take(t)
+
+	require.NoError(t, a.store().KeyGrant(context.Background(), publicID(t, key), feedGrants(restaurants[59:], 5, false)))
+	require.Eventually(t, func() bool {
+		return strings.Contains(string(a.getAs(key, "/v1/restaurants").Body), `"r059"`)
+	}, 10*time.Second, 50*time.Millisecond, "the server sees the new grant")
+	_, _, err = inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
+	require.NoError(t, err, logs.String())
+	_, _, feed := proxy.take(t)
+	require.Len(t, feed, 3, "the kept cursor started the feed over: three pages again")
+	require.NotEmpty(t, feed[0])
+	for _, rid := range restaurants {
+		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+	}
+	db, q := openTarget(t, target)
+	var n int
+	require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM stream_heads`)).Scan(&n))
+	require.Equal(t, 300, n, "every stream of the 60 restaurants")
+}
