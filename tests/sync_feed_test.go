@@ -515,3 +515,39 @@ func TestSyncFeedAcrossAGrantChange(t *testing.T) {
 	require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM stream_heads`)).Scan(&n))
 	require.Equal(t, 300, n, "every stream of the 60 restaurants")
 }
+
+// A first sync that meets its --deadline inside the feed (here the
+// second page never comes: the proxy holds it until the client gives up)
+// exits 1 saying where the next run resumes, and the next run resumes the
+// feed from its kept cursor.
+func TestSyncFeedStopsAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	restaurants := seedFeed(t, a, 60, 5, 4)
+	key := a.newKey(feedGrants(restaurants, 5, false)...)
+	var pages atomic.Int64
+	var held atomic.Bool
+	api := faultProxy(t, a.srv.URL, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/v1/records" || pages.Add(1) != 2 {
+			return false
+		}
+		held.Store(true)
+		<-r.Context().Done() // the client gave up: its deadline passed
+		return true
+	})
+	target := sqliteTarget(t)
+	r := runSync(t, key, "--api", api, "--to", target, "--json", "--deadline", "10s")
+	require.Equal(t, 1, r.Code, "stderr:\n%s", r.Stderr)
+	require.True(t, held.Load(), "the first page was applied and the second held")
+	require.Contains(t, r.Stderr, "run stopped: its deadline of 10s passed (--deadline); every page applied is kept: the next run resumes the first listing of every record (GET /v1/records) after its last applied page")
+
+	proxy := newCountingProxy(t, a.srv.URL)
+	again := runSync(t, key, "--api", proxy.URL, "--to", target, "--json")
+	require.Equal(t, 0, again.Code, "stderr:\n%s", again.Stderr)
+	_, _, feed := proxy.take(t)
+	require.Len(t, feed, 2, "the second and third pages")
+	require.NotEmpty(t, feed[0], "from the kept cursor")
+	for _, rid := range restaurants {
+		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+	}
+}

@@ -136,12 +136,23 @@ const resumeStreams = "every page applied is kept: the next run lists the stream
 // resumeFeed is where it resumes when one is.
 const resumeFeed = "every page applied is kept: the next run resumes the first listing of every record (GET /v1/records) after its last applied page"
 
+// resumeFresh is where it resumes when a first sync applied nothing.
+const resumeFresh = "no page of the first listing was applied: the next run starts it from its beginning"
+
 // NextRun says where the next run resumes, as the target now holds it:
-// inside the key-wide first listing when one is under way, else stream
-// by stream.
+// inside the key-wide first listing when one is under way (or at its
+// beginning, on a first sync that applied nothing), else stream by
+// stream.
 func (s *Syncer) NextRun() string {
-	if cursor, err := s.t.feedCursor(context.Background()); err == nil && cursor != "" && s.feedApplies() {
+	if !s.feedApplies() {
+		return resumeStreams
+	}
+	ctx := context.Background()
+	if cursor, err := s.t.feedCursor(ctx); err == nil && cursor != "" {
 		return resumeFeed
+	}
+	if pos, err := s.t.changesPosition(ctx, s.scope()); err == nil && pos == "" {
+		return resumeFresh
 	}
 	return resumeStreams
 }
