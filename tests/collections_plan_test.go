@@ -13,7 +13,8 @@ import (
 )
 
 // A walk page reads records_walk_idx as one range scan (and a later page
-// versions superseded after the pin through record_changes_superseded_idx):
+// the versions as of the pin of the records changed since, one probe of
+// record_changes_at_pin_idx each):
 // no Sort node and no sequential scan, for first and later pages, custom
 // and generic plans.
 func TestWalkPlans(t *testing.T) {
@@ -58,11 +59,11 @@ func TestWalkPlans(t *testing.T) {
 			types := requireIndexOnlyPlan(t, plan, "records_walk_idx")
 			usesHistory := false
 			plan.walk(func(n planNode) {
-				if n.IndexName == "record_changes_superseded_idx" {
+				if n.IndexName == "record_changes_at_pin_idx" {
 					usesHistory = true
-					// The planner must expect few versions changed since the
-					// pin; if it expects a large share of the history it
-					// plans a sequential scan once the table is big.
+					// The planner must expect few versions per probe; if it
+					// expects a large share of the history it plans a
+					// sequential scan once the table is big.
 					require.LessOrEqual(t, n.PlanRows, superseded/100,
 						"%s page, generic=%v: history branch estimated at %v rows of %v superseded versions", name, generic, n.PlanRows, superseded)
 				}

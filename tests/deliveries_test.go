@@ -40,12 +40,15 @@ func deliveryJSON(id string, occurredAt int64) map[string]any {
 // seedDelivery stores a delivery directly (fast), as the ingest path would.
 func (a *app) seedDelivery(restaurant, id string, occurredAt int64) {
 	a.t.Helper()
-	_, _, err := a.store().DeliveryCreate(context.Background(), wire.Delivery{
+	d := wire.Delivery{
 		ID: id, RestaurantID: restaurant, OccurredAt: wire.Millis(occurredAt),
 		Supplier:             wire.Supplier{ID: "s1", Name: "Supplier"},
 		TemperatureRecords:   []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
-	})
+	}
+	digest, err := wire.RequestDigest(d)
+	require.NoError(a.t, err)
+	_, _, err = a.store().DeliveryCreate(context.Background(), d, digest)
 	require.NoError(a.t, err)
 }
 

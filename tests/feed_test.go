@@ -16,6 +16,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 // feedItemDoc is an item of GET /v1/records.
@@ -670,4 +671,47 @@ func canonicalItems(t testing.TB, items []feedItemDoc) []feedItemDoc {
 		out[i] = it
 	}
 	return out
+}
+
+// Compaction never takes a version a feed's pinned stream still needs:
+// compaction drops the data of versions superseded longer ago than
+// FOODSAFE_COMPACT_AFTER, and the feed's cursors inside a stream stop
+// working FOODSAFE_CURSOR_TTL (shorter) after the request that pinned it.
+// Just before that, with the compaction job's own horizon, a record
+// updated right after the pin still comes as it stood, data and all; just
+// after, the cursor is refused and the feed starts again.
+func TestRecordFeedUnderCompaction(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_800_000_000_000)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	a := newApp(t, withClock(clock))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:write", "areas:read"))
+	for i := range 4 {
+		a.put(key, "r1", "areas", fmt.Sprintf("a%d", i), fmt.Sprintf("m%d", i), area(fmt.Sprintf("Area %d", i)))
+	}
+	p := a.feedStep(key, 2, "")
+	a.put(key, "r1", "areas", "a3", "m3-renamed", area("Renamed"))
+	compact := func() int64 {
+		at := clock()
+		n, err := a.store().ChangesCompact(context.Background(), store.ChangesCompactParams{RestaurantID: "r1", Now: at.UnixMilli(),
+			Horizon: at.Add(-time.Duration(a.cfg.CompactAfter)).UnixMilli(), Max: 1000})
+		require.NoError(t, err)
+		return n
+	}
+	advance(a.cfg.CursorTTL - time.Second)
+	require.Zero(t, compact(), "nothing superseded long enough ago")
+	q := a.feedStep(key, 10, *p.NextCursor)
+	require.Len(t, q.Data, 2)
+	require.Equal(t, "a3", q.Data[1].Record.ID)
+	require.JSONEq(t, `{"name":"Area 3","isDeleted":false}`, string(q.Data[1].Record.Data), "as it stood at the pin, data and all")
+
+	advance(time.Duration(a.cfg.CompactAfter))
+	require.Equal(t, int64(1), compact(), "the superseded version is compacted once no cursor can need it")
+	r := a.getAs(key, feedPath(10, *p.NextCursor))
+	require.Contains(t, requireProblem(t, r, http.StatusBadRequest, "invalid-request").Detail, "expired; start the feed again")
+	again := a.readFeed(key, "", 10)
+	require.Len(t, again.records("r1/areas"), 4)
 }

@@ -397,11 +397,16 @@ func ingestDirect(st *store.Store, restaurant, collection, id, mutation string, 
 
 // deliveryDirect is scaleDelivery for another goroutine than the test's.
 func deliveryDirect(st *store.Store, restaurant, id string, at time.Time) error {
-	_, _, err := st.DeliveryCreate(context.Background(), wire.Delivery{
+	d := wire.Delivery{
 		ID: id, RestaurantID: restaurant, OccurredAt: wire.Millis(at.UnixMilli()), IsCompliant: true,
 		Supplier: wire.Supplier{ID: "s1", Name: "Supplier"}, TemperatureRecords: []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
-	})
+	}
+	digest, err := wire.RequestDigest(d)
+	if err != nil {
+		return err
+	}
+	_, _, err = st.DeliveryCreate(context.Background(), d, digest)
 	return err
 }
 

@@ -114,11 +114,14 @@ func scaleIngest(t *testing.T, st *store.Store, restaurant, collection, id, muta
 
 func scaleDelivery(t *testing.T, st *store.Store, restaurant, id string, at time.Time) {
 	t.Helper()
-	_, _, err := st.DeliveryCreate(context.Background(), wire.Delivery{
+	d := wire.Delivery{
 		ID: id, RestaurantID: restaurant, OccurredAt: wire.Millis(at.UnixMilli()), IsCompliant: true,
 		Supplier: wire.Supplier{ID: "s1", Name: "Supplier"}, TemperatureRecords: []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
-	})
+	}
+	digest, err := wire.RequestDigest(d)
+	require.NoError(t, err)
+	_, _, err = st.DeliveryCreate(context.Background(), d, digest)
 	require.NoError(t, err)
 }
 

@@ -79,9 +79,10 @@ type Config struct {
 
 	// MaxBodyBytes caps JSON request bodies (413 beyond).
 	MaxBodyBytes int64 `env:"FOODSAFE_MAX_BODY_BYTES" envDefault:"1048576" desc:"Largest JSON request body; larger ones get 413 payload-too-large."`
-	// CursorKey signs pagination cursors; all processes must share it.
+	// CursorKey seals (encrypts and authenticates) pagination cursors; all
+	// processes must share it.
 	// Generated per process (with a warning) when empty.
-	CursorKey string `env:"FOODSAFE_CURSOR_KEY" desc:"Key (at least 32 characters) signing pagination cursors and the changesCursors partners keep for months; set the same value on every server. Unset, a random key per process (with a warning): cursors break across processes and restarts. Changing it sends every partner back to a full walk."`
+	CursorKey string `env:"FOODSAFE_CURSOR_KEY" desc:"Key (at least 32 characters) from which the keys encrypting and authenticating pagination cursors are derived: the cursors and the changesCursors partners keep for months; set the same value on every server. Unset, a random key per process (with a warning): cursors break across processes and restarts. Changing it sends every partner back to a full walk."`
 	// CursorTTL is how long a collection-walk cursor stays valid.
 	CursorTTL time.Duration `env:"FOODSAFE_CURSOR_TTL" envDefault:"24h" desc:"Lifetime of a collection walk, counted from its first page: every nextCursor of the walk stops working then (delivery cursors and changesCursors do not expire). Must be positive."`
 

@@ -1,20 +1,29 @@
 // Package cursor owns every pagination cursor of the service: collection
 // walks and their changesCursors, the delivery list, deliveries in receive
 // order, and the key-wide listing of changed streams. A cursor is a
-// position plus the request parameters it is bound to, HMAC-SHA256-signed
-// with a server key and base64url-encoded (Codec). Clients cannot forge,
-// edit or reuse a cursor with other parameters, and servers sharing the
-// key accept each other's cursors. Issuer knows each kind: what it carries
-// and is bound to, how long it lasts, which positions are valid, and the
-// one 400 that refuses it, so every face of the service (REST routes, MCP
-// tools) pages the same way and a cursor issued by one works in another.
+// position plus the request parameters it is bound to, encrypted and
+// authenticated with keys derived from the server's cursor key, and
+// base64url-encoded (Codec). Clients cannot read, forge, edit or reuse a
+// cursor with other parameters, and servers sharing the key accept each
+// other's cursors. Issuer knows each kind: what it carries and is bound
+// to, how long it lasts, which positions are valid, and the one 400 that
+// refuses it, so every face of the service (REST routes, MCP tools) pages
+// the same way and a cursor issued by one works in another.
 //
-// Clients keep changes cursors for months: the sealed layout (the
-// envelope, each kind's name and each position's JSON) never changes
+// Positions are opaque: a changes cursor names database snapshots (the
+// cluster's transaction ids), which would tell any partner the platform's
+// total write rate if they were readable. Cursors sealed before
+// encryption (signed only) still open; new ones are never issued so.
+//
+// Clients keep changes cursors for months: the sealed layouts (both
+// envelopes, each kind's name and each position's JSON) never change
 // (golden_test.go).
 package cursor
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -25,8 +34,14 @@ import (
 )
 
 const (
-	version = 1
-	macLen  = sha256.Size
+	// signedVersion: the envelope of cursors sealed before encryption, in
+	// clear, followed by its HMAC-SHA256 under the cursor key itself.
+	signedVersion = 1
+	// sealedVersion: one version byte, a 16-byte synthetic IV, then the
+	// envelope encrypted with AES-256-CTR under that IV.
+	sealedVersion = 2
+	macLen        = sha256.Size
+	ivLen         = aes.BlockSize
 )
 
 // Errors returned by Open; callers turn them into 400 invalid-request.
@@ -42,19 +57,38 @@ var (
 
 // Codec seals and opens cursors with one key.
 type Codec struct {
-	key []byte
-	now func() time.Time
+	// signKey opens cursors sealed before encryption.
+	signKey []byte
+	// block encrypts, ivKey makes the synthetic IV that also authenticates
+	// (SIV: a cursor is deterministic, so the same position seals to the
+	// same bytes on every replica, and any change to it is detected).
+	block cipher.Block
+	ivKey []byte
+	now   func() time.Time
 }
 
-// New makes a codec; now may be nil (time.Now).
+// New makes a codec; now may be nil (time.Now). The encryption and
+// authentication keys are derived from key with HKDF-SHA256, each for its
+// own purpose, so the configured key is never used for two.
 func New(key []byte, now func() time.Time) *Codec {
 	if now == nil {
 		now = time.Now
 	}
-	return &Codec{key: slices.Clone(key), now: now}
+	derive := func(purpose string) []byte {
+		k, err := hkdf.Key(sha256.New, key, nil, "foodsafe cursor "+purpose, 32)
+		if err != nil {
+			panic("cursor: " + err.Error()) // only for lengths HKDF cannot produce
+		}
+		return k
+	}
+	block, err := aes.NewCipher(derive("encryption"))
+	if err != nil {
+		panic("cursor: " + err.Error()) // a 32-byte key always makes a cipher
+	}
+	return &Codec{signKey: slices.Clone(key), block: block, ivKey: derive("authentication"), now: now}
 }
 
-// envelope is the signed content. Short JSON names keep cursors compact.
+// envelope is the sealed content. Short JSON names keep cursors compact.
 type envelope struct {
 	V    int             `json:"v"`
 	Kind string          `json:"k"`
@@ -78,13 +112,25 @@ func (c *Codec) seal(kind string, bind []string, pos any, exp int64) (string, er
 	if err != nil {
 		return "", err
 	}
-	body, err := json.Marshal(envelope{V: version, Kind: kind, Bind: bind, Exp: exp, Pos: p})
+	body, err := json.Marshal(envelope{V: sealedVersion, Kind: kind, Bind: bind, Exp: exp, Pos: p})
 	if err != nil {
 		return "", err
 	}
-	m := hmac.New(sha256.New, c.key)
+	out := make([]byte, 1+ivLen+len(body))
+	out[0] = sealedVersion
+	iv := c.syntheticIV(body)
+	copy(out[1:], iv)
+	cipher.NewCTR(c.block, iv).XORKeyStream(out[1+ivLen:], body)
+	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// syntheticIV is the IV of body: the first 16 bytes of its HMAC, which
+// opening recomputes from the decrypted body to authenticate it.
+func (c *Codec) syntheticIV(body []byte) []byte {
+	m := hmac.New(sha256.New, c.ivKey)
+	m.Write([]byte{sealedVersion})
 	m.Write(body)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(body)), nil
+	return m.Sum(nil)[:ivLen]
 }
 
 // SealUntil encodes pos like Seal, valid until exp (which must be in the
@@ -97,36 +143,51 @@ func (c *Codec) SealUntil(kind string, bind []string, pos any, exp time.Time) (s
 // Now is the codec's clock, which decides expiry.
 func (c *Codec) Now() time.Time { return c.now() }
 
-// Expires verifies token and returns when it expires (the zero time for a
-// cursor that never does).
-func (c *Codec) Expires(token string) (time.Time, error) {
-	env, err := c.verify(token)
-	if err != nil || env.Exp == 0 {
-		return time.Time{}, err
-	}
-	return time.Unix(env.Exp, 0), nil
+// Sealed is a cursor whose origin was verified and whose envelope was
+// decoded, once: a request that must know a cursor's kind or lifetime
+// before its position reads it from here rather than decoding it again.
+type Sealed struct {
+	env envelope
 }
 
-// Open verifies token and decodes its position into pos. The signature is
-// checked before anything else is trusted; then kind and binding must match
-// exactly, then the lifetime.
+// Kind is the kind the cursor was sealed for.
+func (s Sealed) Kind() string { return s.env.Kind }
+
+// Expires is when the cursor expires (the zero time for one that never
+// does).
+func (s Sealed) Expires() time.Time {
+	if s.env.Exp == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s.env.Exp, 0)
+}
+
+// Open verifies token and decodes its position into pos (Unseal, then
+// Decode).
 func (c *Codec) Open(token, kind string, bind []string, pos any) error {
-	env, err := c.verify(token)
+	s, err := c.Unseal(token)
 	if err != nil {
 		return err
 	}
-	if env.Kind != kind || !slices.Equal(env.Bind, bind) {
+	return c.Decode(s, kind, bind, pos)
+}
+
+// Decode reads the position of a verified cursor into pos: kind and
+// binding must match exactly, then the lifetime, then the position must be
+// one the service could have issued.
+func (c *Codec) Decode(s Sealed, kind string, bind []string, pos any) error {
+	if s.env.Kind != kind || !slices.Equal(s.env.Bind, bind) {
 		return ErrMismatch
 	}
-	if env.Exp != 0 && c.now().Unix() >= env.Exp {
+	if s.env.Exp != 0 && c.now().Unix() >= s.env.Exp {
 		return ErrExpired
 	}
-	if err := json.Unmarshal(env.Pos, pos); err != nil {
+	if err := json.Unmarshal(s.env.Pos, pos); err != nil {
 		return ErrMalformed
 	}
-	// Signed is not trusted: a position is input like any other (a leaked
-	// or mishandled cursor key signs anything), so it is checked for type,
-	// range and characters before it reaches SQL.
+	// Authentic is not trusted: a position is input like any other (a
+	// leaked or mishandled cursor key seals anything), so it is checked
+	// for type, range and characters before it reaches SQL.
 	if v, ok := pos.(Position); ok && !v.Valid() {
 		return ErrMalformed
 	}
@@ -139,29 +200,53 @@ type Position interface {
 	Valid() bool
 }
 
-// Kind verifies token and returns the kind it was sealed for, so that a
-// parameter accepting several kinds of cursor (a walk's nextCursor or
-// changesCursor) knows which binding to open it with.
-func (c *Codec) Kind(token string) (string, error) {
-	env, err := c.verify(token)
-	return env.Kind, err
-}
-
-// verify checks the signature, then decodes the signed content.
-func (c *Codec) verify(token string) (envelope, error) {
+// Unseal verifies token's origin and decodes its envelope: an encrypted
+// cursor is decrypted and its synthetic IV recomputed; one sealed before
+// encryption has its signature checked. Nothing in it is trusted before.
+func (c *Codec) Unseal(token string) (Sealed, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) <= macLen {
-		return envelope{}, ErrMalformed
+	if err != nil || len(raw) == 0 {
+		return Sealed{}, ErrMalformed
 	}
-	body, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
-	m := hmac.New(sha256.New, c.key)
-	m.Write(body)
-	if !hmac.Equal(sig, m.Sum(nil)) {
-		return envelope{}, ErrMalformed
+	var body []byte
+	version := signedVersion
+	if raw[0] == sealedVersion {
+		version, body = sealedVersion, c.decrypt(raw[1:])
+	} else {
+		body = c.verifySigned(raw)
 	}
 	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil || env.V != version {
-		return envelope{}, ErrMalformed
+	if body == nil || json.Unmarshal(body, &env) != nil || env.V != version {
+		return Sealed{}, ErrMalformed
 	}
-	return env, nil
+	return Sealed{env: env}, nil
+}
+
+// decrypt opens iv+ciphertext, or returns nil when it was not sealed with
+// this codec's keys.
+func (c *Codec) decrypt(sealed []byte) []byte {
+	if len(sealed) <= ivLen {
+		return nil
+	}
+	iv, body := sealed[:ivLen], make([]byte, len(sealed)-ivLen)
+	cipher.NewCTR(c.block, iv).XORKeyStream(body, sealed[ivLen:])
+	if !hmac.Equal(iv, c.syntheticIV(body)) {
+		return nil
+	}
+	return body
+}
+
+// verifySigned checks a cursor sealed before encryption: its body, or nil
+// when the signature does not hold.
+func (c *Codec) verifySigned(raw []byte) []byte {
+	if len(raw) <= macLen {
+		return nil
+	}
+	body, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
+	m := hmac.New(sha256.New, c.signKey)
+	m.Write(body)
+	if !hmac.Equal(sig, m.Sum(nil)) {
+		return nil
+	}
+	return body
 }

@@ -3,6 +3,8 @@ package cursor
 import (
 	"strconv"
 
+	"github.com/foodsafe/foodsafe/internal/ids"
+
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
@@ -23,16 +25,30 @@ func (d Deliveries) bind() []string {
 // OpenDeliveries reads the cursor of a page of d: the position to continue
 // after, nil on a first page.
 func (i *Issuer) OpenDeliveries(d Deliveries, raw string, given bool) (*store.DeliveryPos, error) {
-	var pos store.DeliveryPos
+	var pos deliveryPos
 	if ok, err := i.open(KindDeliveries, raw, given, d.bind(), &pos); !ok || err != nil {
 		return nil, err
 	}
-	return &pos, nil
+	return &store.DeliveryPos{OccurredAt: pos.OccurredAt, ID: pos.ID}, nil
 }
 
 // SealDeliveries makes the nextCursor of d that continues after next.
 func (i *Issuer) SealDeliveries(d Deliveries, next store.DeliveryPos) (string, error) {
-	return i.codec.Seal(string(KindDeliveries), d.bind(), next, 0)
+	return i.codec.Seal(string(KindDeliveries), d.bind(), deliveryPos{OccurredAt: next.OccurredAt, ID: next.ID}, 0)
+}
+
+// deliveryPos is what a delivery list's nextCursor carries: the keyset
+// position (occurredAt, id) of the last delivery returned, newest first.
+type deliveryPos struct {
+	OccurredAt int64  `json:"o"`
+	ID         string `json:"i"`
+}
+
+// Valid reports a position the delivery list could have issued: a
+// timestamp that is not negative and a well-formed delivery id (a NUL
+// character would reach PostgreSQL as an error).
+func (p *deliveryPos) Valid() bool {
+	return p.OccurredAt >= 0 && ids.Valid(p.ID)
 }
 
 // deliveryChangesPos is what a delivery changes cursor carries: the

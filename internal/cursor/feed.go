@@ -52,9 +52,12 @@ func (p *feedPos) Valid() bool {
 		return !p.Inside && p.Pinned == 0 && p.After == 0
 	case !ids.Valid(p.Restaurant):
 		return false
+	case p.Stream == store.DeliveryStream:
+		return p.Pinned == 0
 	}
+	// Inside a collection, the walk's rule: it never stands past its pin.
 	_, ok := catalog.Lookup(p.Stream)
-	return ok || p.Stream == store.DeliveryStream
+	return ok && p.After <= p.Pinned
 }
 
 // FeedFrom is where a page of the records feed starts, as its cursor
@@ -63,6 +66,10 @@ type FeedFrom struct {
 	pos feedPos
 	// fresh: no usable cursor; the feed starts at its beginning.
 	fresh bool
+	// opened: when the page's cursor was read, before the page pins any
+	// stream: a stream the page starts lasts the walk TTL from then, so
+	// it never outlives a version its pin needs (see walkPos).
+	opened time.Time
 }
 
 // Fresh reports a feed's first page (no cursor, or one issued before the
@@ -83,14 +90,15 @@ func (f FeedFrom) At() store.FeedAt {
 // before the key's grants changed starts the feed over.
 func (i *Issuer) OpenRecordFeed(readable, raw string, given bool) (FeedFrom, error) {
 	var pos feedPos
+	opened := i.codec.Now()
 	ok, err := i.open(KindRecordFeed, raw, given, nil, &pos)
 	if err != nil {
 		return FeedFrom{}, err
 	}
 	if !ok || pos.Readable != readable {
-		return FeedFrom{pos: feedPos{Readable: readable}, fresh: true}, nil
+		return FeedFrom{pos: feedPos{Readable: readable}, fresh: true, opened: opened}, nil
 	}
-	return FeedFrom{pos: pos}, nil
+	return FeedFrom{pos: pos, opened: opened}, nil
 }
 
 // PinRecordFeed fixes, on a feed's first page, where its final
@@ -105,7 +113,7 @@ func (i *Issuer) PinRecordFeed(from *FeedFrom, now store.Snapshot) {
 // lifetime; any other starts a new one.
 func (i *Issuer) SealRecordFeed(from FeedFrom, next store.FeedAt) (string, error) {
 	pos := feedPos{Readable: from.pos.Readable, Horizon: from.pos.Horizon, Restaurant: next.RestaurantID, Stream: next.Stream}
-	until := i.codec.Now().Add(i.walkTTL)
+	until := from.opened.Add(i.walkTTL)
 	if next.In != nil {
 		pos.Inside, pos.Pinned, pos.After = true, next.In.Pinned, next.In.After
 		if from.pos.Inside && from.pos.Restaurant == next.RestaurantID && from.pos.Stream == next.Stream {

@@ -101,10 +101,20 @@ func (i *Issuer) open(kind Kind, raw string, given bool, bind []string, pos any)
 	if !given {
 		return false, nil
 	}
-	if err := i.codec.Open(raw, string(kind), bind, pos); err != nil {
+	sealed, err := i.codec.Unseal(raw)
+	if err != nil {
 		return true, i.refuse(kind, err)
 	}
-	return true, nil
+	return true, i.decode(kind, sealed, bind, pos)
+}
+
+// decode reads the position of a verified cursor of kind into pos,
+// refusing one that cannot be used.
+func (i *Issuer) decode(kind Kind, sealed Sealed, bind []string, pos any) error {
+	if err := i.codec.Decode(sealed, string(kind), bind, pos); err != nil {
+		return i.refuse(kind, err)
+	}
+	return nil
 }
 
 // Ahead is the 400 for a cursor of kind naming a position its data has not

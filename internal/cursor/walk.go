@@ -47,53 +47,61 @@ type changesPos struct {
 // Valid reports a position a walk could have issued.
 func (p *changesPos) Valid() bool { return p.Since >= 0 }
 
-// walkPos is what a nextCursor carries: where the walk stands, and until
-// when its cursors are valid (unix seconds): the walk TTL after the walk's
-// first page, however many pages follow. A walk therefore never reads a
-// version older than that, which is what lets the compaction job drop the
-// data of versions superseded longer ago (FOODSAFE_COMPACT_AFTER, longer
-// than the TTL). Cursors issued before Until existed carry none; their
-// walk ends when the cursor presented expires.
+// walkPos is what a nextCursor carries: where the walk stands (pinned at
+// stream position Pinned, having returned everything up to sequence
+// After), and until when its cursors are valid (unix seconds): the walk
+// TTL after the walk's first page, however many pages follow. A walk
+// therefore never reads a version older than that, which is what lets the
+// compaction job drop the data of versions superseded longer ago
+// (FOODSAFE_COMPACT_AFTER, longer than the TTL). Cursors issued before
+// Until existed carry none; their walk ends when the cursor presented
+// expires.
 type walkPos struct {
-	store.WalkPos
-	Until int64 `json:"u,omitempty"`
+	Pinned int64 `json:"p"`
+	After  int64 `json:"a"`
+	Until  int64 `json:"u,omitempty"`
 }
 
-// Valid reports a position a walk could have issued.
-func (p *walkPos) Valid() bool { return p.WalkPos.Valid() && p.Until >= 0 }
+// Valid reports a position a walk could have issued: stream positions are
+// never negative, and a walk never stands past where it is pinned (every
+// record it returns was written at or before the pin).
+func (p *walkPos) Valid() bool {
+	return p.Pinned >= 0 && p.After >= 0 && p.After <= p.Pinned && p.Until >= 0
+}
 
 // OpenWalk reads the cursor of a page of w: none starts a full walk, a
 // nextCursor continues its walk, a changesCursor starts a changes walk.
+// The cursor is verified and decoded once, whichever kind it is.
 func (i *Issuer) OpenWalk(w Walk, raw string, given bool) (WalkFrom, error) {
 	fresh := WalkFrom{Until: i.codec.Now().Add(i.walkTTL)}
 	if !given {
 		return fresh, nil
 	}
-	kind, err := i.codec.Kind(raw)
+	sealed, err := i.codec.Unseal(raw)
 	if err != nil {
 		return WalkFrom{}, i.refuse(KindRecords, err)
 	}
-	if Kind(kind) == KindChanges {
+	if Kind(sealed.Kind()) == KindChanges {
 		var pos changesPos
-		if _, err := i.open(KindChanges, raw, given, w.changesBind(), &pos); err != nil {
+		if err := i.decode(KindChanges, sealed, w.changesBind(), &pos); err != nil {
 			return WalkFrom{}, err
 		}
 		fresh.Changes, fresh.Since = true, pos.Since
 		return fresh, nil
 	}
 	var pos walkPos
-	if _, err := i.open(KindRecords, raw, given, w.bind(), &pos); err != nil {
+	if err := i.decode(KindRecords, sealed, w.bind(), &pos); err != nil {
 		return WalkFrom{}, err
 	}
 	until := time.Unix(pos.Until, 0)
 	if pos.Until == 0 {
 		// Issued before walks carried their end: it ends with this
 		// cursor's own expiry, never later.
-		if until, err = i.codec.Expires(raw); err != nil || until.IsZero() {
+		if until = sealed.Expires(); until.IsZero() {
 			return WalkFrom{}, i.refuse(KindRecords, ErrMalformed)
 		}
 	}
-	return WalkFrom{After: &pos.WalkPos, Until: until}, nil
+	return WalkFrom{After: &store.WalkPos{Pinned: pos.Pinned, After: pos.After}, Until: until}, nil
 }
 
 // SealWalk makes the cursors of a page of w read from from: nextCursor
@@ -101,7 +109,7 @@ func (i *Issuer) OpenWalk(w Walk, raw string, given bool) (WalkFrom, error) {
 // page (next nil), pinned where this walk is.
 func (i *Issuer) SealWalk(w Walk, from WalkFrom, next *store.WalkPos, pinned int64) (nextCursor, changesCursor *string, err error) {
 	if next != nil {
-		cur, err := i.codec.SealUntil(string(KindRecords), w.bind(), walkPos{WalkPos: *next, Until: from.Until.Unix()}, from.Until)
+		cur, err := i.codec.SealUntil(string(KindRecords), w.bind(), walkPos{Pinned: next.Pinned, After: next.After, Until: from.Until.Unix()}, from.Until)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -107,7 +107,11 @@ func (a *API) deliveryPut(c *gin.Context) error {
 		return err
 	}
 	d.RestaurantID = restaurant
-	out, replayed, err := a.store.DeliveryCreate(c.Request.Context(), d)
+	digest, err := wire.RequestDigest(d)
+	if err != nil {
+		return err
+	}
+	out, replayed, err := a.store.DeliveryCreate(c.Request.Context(), d, digest)
 	if err != nil {
 		return err
 	}

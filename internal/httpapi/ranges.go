@@ -34,53 +34,12 @@ func coalesceRanges(r *http.Request, size int64, contentType string) {
 	if v == "" || !ok || size == 0 {
 		return
 	}
-	type span struct{ start, end int64 } // inclusive
-	var spans []span
-	for _, spec := range strings.Split(set, ",") {
-		spec = strings.TrimSpace(spec)
-		first, last, ok := strings.Cut(spec, "-")
-		if !ok {
-			return
-		}
-		var s span
-		switch {
-		case first == "":
-			n, err := strconv.ParseInt(last, 10, 64)
-			if err != nil || n <= 0 {
-				return
-			}
-			s = span{max(0, size-n), size - 1}
-		default:
-			a, err := strconv.ParseInt(first, 10, 64)
-			if err != nil || a < 0 {
-				return
-			}
-			b := size - 1
-			if last != "" {
-				if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
-					return
-				}
-			}
-			if a >= size {
-				continue // not satisfiable; ServeContent skips it too
-			}
-			s = span{a, min(b, size-1)}
-		}
-		spans = append(spans, s)
+	spans, ok := parseRanges(set, size)
+	if !ok || len(spans) == 0 {
+		return // unreadable, or none satisfiable: left for ServeContent to refuse (416)
 	}
-	if len(spans) == 0 {
-		return // ServeContent answers 416
-	}
-	slices.SortFunc(spans, func(x, y span) int { return cmp.Compare(x.start, y.start) })
 	gap := partOverhead(contentType)
-	merged := spans[:1]
-	for _, s := range spans[1:] {
-		if last := &merged[len(merged)-1]; s.start <= last.end+1+gap {
-			last.end = max(last.end, s.end)
-			continue
-		}
-		merged = append(merged, s)
-	}
+	merged := mergeSpans(spans, gap)
 	var total int64
 	parts := make([]string, len(merged))
 	for i, s := range merged {
@@ -92,4 +51,67 @@ func coalesceRanges(r *http.Request, size int64, contentType string) {
 		return
 	}
 	r.Header.Set("Range", "bytes="+strings.Join(parts, ","))
+}
+
+// byteSpan is a range of a file's bytes, both ends included.
+type byteSpan struct{ start, end int64 }
+
+// parseRanges reads a Range's comma-separated specs for a file of size
+// bytes, leaving out those that start past its end (ServeContent skips
+// them too); ok is false when a spec cannot be read.
+func parseRanges(set string, size int64) (spans []byteSpan, ok bool) {
+	for _, spec := range strings.Split(set, ",") {
+		s, satisfiable, ok := parseRangeSpec(strings.TrimSpace(spec), size)
+		if !ok {
+			return nil, false
+		}
+		if satisfiable {
+			spans = append(spans, s)
+		}
+	}
+	return spans, true
+}
+
+// parseRangeSpec reads one spec: "first-last", "first-" or "-suffix".
+func parseRangeSpec(spec string, size int64) (s byteSpan, satisfiable, ok bool) {
+	first, last, ok := strings.Cut(spec, "-")
+	if !ok {
+		return s, false, false
+	}
+	if first == "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n <= 0 {
+			return s, false, false
+		}
+		return byteSpan{max(0, size-n), size - 1}, true, true
+	}
+	a, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || a < 0 {
+		return s, false, false
+	}
+	b := size - 1
+	if last != "" {
+		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
+			return s, false, false
+		}
+	}
+	if a >= size {
+		return s, false, true
+	}
+	return byteSpan{a, min(b, size-1)}, true, true
+}
+
+// mergeSpans sorts spans by start and merges those that overlap or are
+// less than gap bytes apart.
+func mergeSpans(spans []byteSpan, gap int64) []byteSpan {
+	slices.SortFunc(spans, func(x, y byteSpan) int { return cmp.Compare(x.start, y.start) })
+	merged := spans[:1]
+	for _, s := range spans[1:] {
+		if last := &merged[len(merged)-1]; s.start <= last.end+1+gap {
+			last.end = max(last.end, s.end)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"sort"
 
@@ -131,10 +130,12 @@ func (a *API) recordPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	doc, errs, err := a.parseBody(body, "ingest")
+	// The body is read once: its document, and data's text as sent.
+	doc, rawData, err := validate.DecodeKeeping(body, "data")
 	if err != nil {
 		return err
 	}
+	errs := a.schemas.Validate("ingest", doc, "")
 	errs = append(errs, pathEcho(doc, "id", recordID, "recordId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
 	errs = append(errs, pathEcho(doc, "mutationId", mutationID, "mutationId")...)
@@ -164,26 +165,21 @@ func (a *API) recordPut(c *gin.Context) error {
 	if !deleted && data != nil {
 		integers = a.schemas.Integers(collection+".data", data)
 	}
-	canon, err := canonicalJSON(doc)
+	digest, err := wire.RequestDigest(doc)
 	if err != nil {
 		return err
 	}
-	digest := sha256.Sum256(canon)
 	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
 		RecordKey: k, MutationID: mutationID,
-		Deleted: deleted, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest[:],
+		Deleted: deleted, CapturedAt: capturedAt, PayloadVersion: 1, RequestSHA256: digest,
 		CarriesFiles: col.CarriesFiles, Events: col.Events,
 	}
 	if !m.Deleted {
-		// Stored as sent (validate.RawMember), never re-encoded from the
-		// decoded form: numbers keep their text (but for integer fields),
-		// members their order.
-		raw, err := validate.RawMember(body, "data")
-		if err != nil {
-			return err
-		}
-		if m.Data, err = validate.ReplaceNumbers(raw, integers); err != nil {
+		// Stored as sent (validate.DecodeKeeping), never re-encoded from
+		// the decoded form: numbers keep their text (but for integer
+		// fields), members their order.
+		if m.Data, err = validate.ReplaceNumbers(rawData, integers); err != nil {
 			return err
 		}
 	}

@@ -143,10 +143,3 @@ func remarshal(doc any, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
-
-// canonicalJSON encodes a body decoded by validate.Decode (numbers as
-// json.Number) in the one form equal values share (wire.CanonicalJSON),
-// for request digests. It rewrites the document's numbers.
-func canonicalJSON(doc map[string]any) ([]byte, error) {
-	return wire.CanonicalDocument(doc)
-}

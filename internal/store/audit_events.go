@@ -97,7 +97,7 @@ func (s *Store) AuditRecent(ctx context.Context, f AuditFilter) ([]audit.Event, 
 		rows, err = s.q.AuditRecent(ctx, db.AuditRecentParams{Since: f.Since, MaxRows: f.Limit})
 	}
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
 	out := make([]audit.Event, len(rows))
 	for i, r := range rows {

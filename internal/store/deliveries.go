@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,22 +15,17 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-// DeliveryPos is a keyset position in the newest-first delivery order.
+// DeliveryPos is a keyset position in the newest-first delivery order
+// (what a cursor carries, and which positions are valid, is package
+// cursor's).
 type DeliveryPos struct {
-	OccurredAt int64  `json:"o"`
-	ID         string `json:"i"`
-}
-
-// Valid reports a position the delivery list could have issued: a
-// timestamp that is not negative and a well-formed delivery id (a NUL
-// character would reach PostgreSQL as an error).
-func (p *DeliveryPos) Valid() bool {
-	return p.OccurredAt >= 0 && ids.Valid(p.ID)
+	OccurredAt int64
+	ID         string
 }
 
 // DeliveryStream is the collection_streams name of a restaurant's
@@ -42,20 +36,11 @@ const DeliveryStream = catalog.DeliveryStream
 // errDeliveryExists rolls back a delivery insert whose id was taken.
 var errDeliveryExists = errors.New("the delivery exists")
 
-// DeliveryCreate inserts an immutable delivery. Writing the same content
-// again is a replay (replayed=true, nothing changes); different content
-// for an existing id is a conflict.
-func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Delivery, bool, error) {
-	plain, err := json.Marshal(d)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	// Replays compare values: 3.50 and 3.5 are the same delivery.
-	canon, err := wire.CanonicalJSON(plain)
-	if err != nil {
-		return wire.Delivery{}, false, err
-	}
-	digest := sha256.Sum256(canon)
+// DeliveryCreate inserts an immutable delivery whose request has digest
+// (wire.RequestDigest of d). Writing the same content again is a replay
+// (replayed=true, nothing changes); different content for an existing id
+// is a conflict.
+func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []byte) (wire.Delivery, bool, error) {
 	if err := noBackfill(ctx, s.q, d.RestaurantID, int64(d.OccurredAt), "/occurredAt"); err != nil {
 		return wire.Delivery{}, false, err
 	}
@@ -67,7 +52,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 		RestaurantID: d.RestaurantID, ID: d.ID, OccurredAt: int64(d.OccurredAt), IsCompliant: d.IsCompliant,
 		SupplierID: d.Supplier.ID, SupplierName: d.Supplier.Name, TemperatureRecords: temps,
 		NonComplianceReasons: d.NonComplianceReasons, CorrectiveActions: d.CorrectiveActions,
-		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest[:],
+		Commentary: d.Commentary, ImageCount: d.ImageCount, ContentSha256: digest,
 	}
 	var row db.Delivery
 	// The position is taken under the delivery stream's row lock, held to
@@ -101,7 +86,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery) (wire.Deliv
 	if err != nil {
 		return wire.Delivery{}, false, translate(err)
 	}
-	if !bytes.Equal(existing.ContentSha256, digest[:]) {
+	if !bytes.Equal(existing.ContentSha256, digest) {
 		return wire.Delivery{}, false, apperr.New(apperr.Conflict,
 			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
 	}
@@ -143,10 +128,10 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 	buf := deliveryRows.Get().(*[]db.Delivery)
 	rows := slices.Grow((*buf)[:0], p.Limit+1)
 	if p.After == nil {
-		rows, err = s.q.DeliveryListFirstInto(ctx, db.DeliveryListFirstParams{
+		rows, err = pgrows.DeliveryListFirstInto(ctx, s.pool, db.DeliveryListFirstParams{
 			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)}, rows)
 	} else {
-		rows, err = s.q.DeliveryListAfterInto(ctx, db.DeliveryListAfterParams{
+		rows, err = pgrows.DeliveryListAfterInto(ctx, s.pool, db.DeliveryListAfterParams{
 			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)}, rows)
 	}
 	defer putDeliveryRows(buf, rows) // every row read, the look-ahead row too
@@ -167,7 +152,7 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 }
 
 // deliveryRows keeps the row buffers of delivery pages between requests,
-// as walkRows does for walk pages (db.DeliveryListFirstInto says what this
+// as walkRows does for walk pages (pgrows.DeliveryListFirstInto says what this
 // saves).
 var deliveryRows = sync.Pool{New: func() any { return new([]db.Delivery) }}
 
@@ -239,61 +224,81 @@ func (t *tempsDecoder) decode(raw []byte) (recs []wire.TemperatureRecord, ok boo
 		t.rd.Reset(raw) // read in place: the row's bytes are not copied
 		t.dec.Reset(t.rd)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '[' {
+	if !t.next('[') {
 		return nil, false
 	}
 	recs = []wire.TemperatureRecord{}
 	for t.dec.PeekKind() == '{' {
-		if _, err := t.dec.ReadToken(); err != nil {
-			return nil, false
-		}
-		var rec wire.TemperatureRecord
-		for t.dec.PeekKind() == '"' {
-			// A token lasts until the next is read: the name is looked at first.
-			name, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			var dst *string
-			switch name.String() {
-			case "product":
-				dst = &rec.Product
-			case "lotNumber":
-				dst = &rec.LotNumber
-			case "unit":
-				dst = &rec.Unit
-			case "value":
-			default:
-				return nil, false
-			}
-			v, err := t.dec.ReadToken()
-			if err != nil {
-				return nil, false
-			}
-			if dst == nil { // value
-				if v.Kind() != '0' {
-					return nil, false
-				}
-				rec.Value = json.Number(v.String())
-				continue
-			}
-			if v.Kind() != '"' {
-				return nil, false
-			}
-			*dst = v.String()
-		}
-		if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		rec, ok := t.record()
+		if !ok {
 			return nil, false
 		}
 		recs = append(recs, rec)
 	}
-	if tok, err := t.dec.ReadToken(); err != nil || tok.Kind() != ']' {
+	if !t.next(']') {
 		return nil, false
 	}
 	if _, err := t.dec.ReadToken(); err != io.EOF {
 		return nil, false
 	}
 	return recs, true
+}
+
+// next reads the next token, which must be of kind.
+func (t *tempsDecoder) next(kind jsontext.Kind) bool {
+	tok, err := t.dec.ReadToken()
+	return err == nil && tok.Kind() == kind
+}
+
+// record reads one temperature record, an object, as decode describes.
+func (t *tempsDecoder) record() (rec wire.TemperatureRecord, ok bool) {
+	if !t.next('{') {
+		return rec, false
+	}
+	for t.dec.PeekKind() == '"' {
+		if !t.member(&rec) {
+			return rec, false
+		}
+	}
+	return rec, t.next('}')
+}
+
+// member reads one member of a record into rec: false for a name the
+// shape has not, or a value of the wrong kind.
+func (t *tempsDecoder) member(rec *wire.TemperatureRecord) bool {
+	// A token lasts until the next is read: the name is looked at first.
+	name, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	var dst *string
+	switch name.String() {
+	case "product":
+		dst = &rec.Product
+	case "lotNumber":
+		dst = &rec.LotNumber
+	case "unit":
+		dst = &rec.Unit
+	case "value":
+	default:
+		return false
+	}
+	v, err := t.dec.ReadToken()
+	if err != nil {
+		return false
+	}
+	if dst == nil { // value
+		if v.Kind() != '0' {
+			return false
+		}
+		rec.Value = json.Number(v.String())
+		return true
+	}
+	if v.Kind() != '"' {
+		return false
+	}
+	*dst = v.String()
+	return true
 }
 
 // nonNil makes empty lists serialise as [] rather than null.

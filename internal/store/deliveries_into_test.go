@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 )
 
-// The hand-written scans of a delivery page (db.DeliveryListFirstInto and
-// db.DeliveryListAfterInto) return the temperature records' stored text,
+// The hand-written scans of a delivery page (pgrows.DeliveryListFirstInto and
+// pgrows.DeliveryListAfterInto) return the temperature records' stored text,
 // and exactly what the functions sqlc generates for the statements return, every column set (a commentary and
 // none, lists empty and not), and append to the slice they are given.
 func TestDeliveryListIntoAgrees(t *testing.T) {
@@ -27,7 +28,7 @@ VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1)
 	q := db.New(st.Pool())
 	// The column holds the text written (json since migration 00019), and
 	// the scan reads it as stored: numbers, escapes and spacing included.
-	got, err := q.DeliveryListFirstInto(ctx, db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 2000, ToMs: 2000, MaxRows: 10}, nil)
+	got, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 2000, ToMs: 2000, MaxRows: 10}, nil)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, `[{"product":"p","lotNumber":"l","unit":"C","value":1E+2},{"unit": "C", "value": -0.0, "product": "\u003c", "lotNumber": "l"}]`,
@@ -38,17 +39,17 @@ VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1)
 			first := db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 0, ToMs: 5000, MaxRows: max}
 			want, err := q.DeliveryListFirst(ctx, first)
 			require.NoError(t, err)
-			got, err := q.DeliveryListFirstInto(ctx, first, make([]db.Delivery, 0, 1))
+			got, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, make([]db.Delivery, 0, 1))
 			require.NoError(t, err)
 			require.Equal(t, want, append([]db.Delivery{}, got...))
-			got, err = q.DeliveryListFirstInto(ctx, first, []db.Delivery{held})
+			got, err = pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, []db.Delivery{held})
 			require.NoError(t, err)
 			require.Equal(t, append([]db.Delivery{held}, want...), got)
 
 			after := db.DeliveryListAfterParams{RestaurantID: "r1", FromMs: 0, AfterOccurredAt: 2000, AfterID: "d3", MaxRows: max}
 			want, err = q.DeliveryListAfter(ctx, after)
 			require.NoError(t, err)
-			got, err = q.DeliveryListAfterInto(ctx, after, nil)
+			got, err = pgrows.DeliveryListAfterInto(ctx, st.Pool(), after, nil)
 			require.NoError(t, err)
 			require.Equal(t, want, append([]db.Delivery{}, got...))
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -109,7 +110,7 @@ func (f *feedFill) rowBudget() int {
 // RecordFeed reads one page of the feed from p.At: the stream it stands
 // in first, then the streams that hold data after it (StreamsChanged from
 // the zero snapshot, which lists exactly those), whose first pages are
-// read as one pipeline (db.FeedReads) instead of a round trip each. A
+// read as one pipeline (pgrows.FeedReads) instead of a round trip each. A
 // page costs what it holds: the streams listed are at most the items it
 // may still take (each holds at least one), and the rows read are bounded
 // by the stream heads and the row budget, so empty streams are never
@@ -184,7 +185,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 	// are added while the rows they may return fit the budget, and at
 	// least 2^round of them, so streams whose heads overstate their items
 	// (records updated many times) take few rounds.
-	var reads []db.FeedRead
+	var reads []pgrows.FeedRead
 	caps := make([]int, 0, len(queue))
 	used := 0
 	for k, st := range queue {
@@ -198,7 +199,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 		c = max(1, min(c, budget-used))
 		used += c
 		caps = append(caps, c)
-		r := db.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c + 1)}
+		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c + 1)}
 		if st.stream != DeliveryStream {
 			r.Collection = st.stream
 		}
@@ -211,7 +212,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 		}
 		reads = append(reads, r)
 	}
-	results, err := s.q.FeedReads(ctx, reads)
+	results, err := pgrows.FeedReads(ctx, s.pool, reads)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -239,7 +240,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 
 // take adds the items of one stream read to the page until it is full;
 // more reports that the stream holds more than the page took.
-func (f *feedFill) take(st feedStream, r db.FeedRead, limit int, rows db.FeedRows) (more bool, err error) {
+func (f *feedFill) take(st feedStream, r pgrows.FeedRead, limit int, rows pgrows.FeedRows) (more bool, err error) {
 	if r.Collection == "" {
 		return f.takeDeliveries(st, limit, rows.Deliveries)
 	}

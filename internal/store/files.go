@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -44,7 +46,7 @@ var errNoChange = errors.New("replay: nothing to write")
 func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, receivedAt int64) (wire.Envelope, Ingested, error) {
 	var out wire.Envelope
 	how := Applied
-	err := s.inTx(ctx, func(q *db.Queries) error {
+	err := s.inTxConn(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		next, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: k.RestaurantID, Collection: k.Collection,
 			ReceivedAt: receivedAt})
 		if err != nil {
@@ -92,7 +94,7 @@ func (s *Store) AssetUploadApply(ctx context.Context, k RecordKey, u Upload, rec
 			ByteLength: u.ByteLength, UploadedAt: receivedAt, MutationID: mutationID}); err != nil {
 			return err
 		}
-		row, err := s.applyChange(ctx, q, db.RecordChangeAppendParams{
+		row, err := s.applyChange(ctx, tx, q, db.RecordChangeAppendParams{
 			RestaurantID: k.RestaurantID, Collection: k.Collection, Sequence: seq, RecordID: k.RecordID,
 			MutationID: mutationID, Data: newData, CapturedAt: rec.CapturedAt, ReceivedAt: next.LastReceivedAt,
 			PayloadVersion: rec.PayloadVersion, RequestSha256: fp[:],

@@ -13,6 +13,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -140,12 +141,12 @@ func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendPa
 		return db.RecordChangeAppendRow{}, err
 	}
 	if !citus && !(m.CarriesFiles && !m.Deleted) {
-		r, err := s.q.RecordIngestApply(ctx, db.StreamNextSequenceParams{RestaurantID: p.RestaurantID, Collection: p.Collection,
+		r, err := pgrows.RecordIngestApply(ctx, s.pool, db.StreamNextSequenceParams{RestaurantID: p.RestaurantID, Collection: p.Collection,
 			ReceivedAt: p.ReceivedAt}, applyChangeParams(p))
 		return db.RecordChangeAppendRow(r), mutationTaken(err)
 	}
 	var row db.RecordChangeAppendRow
-	err = s.inTx(ctx, func(q *db.Queries) error {
+	err = s.inTxConn(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		next, err := q.StreamNextSequence(ctx, db.StreamNextSequenceParams{RestaurantID: m.RestaurantID, Collection: m.Collection,
 			ReceivedAt: p.ReceivedAt})
 		if err != nil {
@@ -159,7 +160,7 @@ func (s *Store) apply(ctx context.Context, m Mutation, p db.RecordChangeAppendPa
 				return err
 			}
 		}
-		row, err = s.applyChange(ctx, q, p)
+		row, err = s.applyChange(ctx, tx, q, p)
 		return err // pgx.ErrNoRows too: rolls back the sequence taken above
 	})
 	return row, err
@@ -197,15 +198,12 @@ func (s *Store) RecordGet(ctx context.Context, k RecordKey) (wire.Envelope, erro
 }
 
 // WalkPos is where a walk stands: pinned at stream position Pinned, having
-// returned everything up to sequence After.
+// returned everything up to sequence After (what a cursor carries, and
+// which positions are valid, is package cursor's).
 type WalkPos struct {
-	Pinned int64 `json:"p"`
-	After  int64 `json:"a"`
+	Pinned int64
+	After  int64
 }
-
-// Valid reports a position a walk could have issued: stream positions
-// are never negative, and a walk never stands past where it is pinned.
-func (p *WalkPos) Valid() bool { return p.Pinned >= 0 && p.After >= 0 }
 
 // WalkPage is one page of a walk.
 type WalkPage struct {
@@ -271,7 +269,7 @@ func (s *Store) RecordChanges(ctx context.Context, p RecordChangesParams) (WalkP
 
 // walkRows keeps the row buffers of walk pages between requests: a page
 // is read on every walk request, and its rows are garbage as soon as they
-// are converted to envelopes (db.RecordWalkPageInto says what this saves).
+// are converted to envelopes (pgrows.RecordWalkPageInto says what this saves).
 var walkRows = sync.Pool{New: func() any { return new([]db.RecordWalkPageRow) }}
 
 // maxPooledWalkRows bounds the row buffers kept: a page of the largest
@@ -303,10 +301,10 @@ func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPagePara
 		err  error
 	)
 	if p.Pinned == nil {
-		rows, err = s.q.RecordWalkFirstPageInto(ctx, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
+		rows, err = pgrows.RecordWalkFirstPageInto(ctx, s.pool, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
 			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows}, slices.Grow((*buf)[:0], limit+1))
 	} else {
-		rows, err = s.q.RecordWalkPageInto(ctx, p, slices.Grow((*buf)[:0], limit+1))
+		rows, err = pgrows.RecordWalkPageInto(ctx, s.pool, p, slices.Grow((*buf)[:0], limit+1))
 	}
 	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
 	if err != nil {
@@ -378,13 +376,13 @@ func changeVersion(c db.RecordChange) version {
 // single-shard statements of RecordApply in one pipeline
 // (sql/queries/records.sql says why both). pgx.ErrNoRows: the mutation id
 // exists already; the transaction must then be rolled back.
-func (s *Store) applyChange(ctx context.Context, q *db.Queries, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
+func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, q *db.Queries, p db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
 	citus, err := s.onCitus(ctx, q)
 	if err != nil {
 		return db.RecordChangeAppendRow{}, err
 	}
 	if citus {
-		return q.RecordApply(ctx, p)
+		return pgrows.RecordApply(ctx, tx, p)
 	}
 	r, err := q.RecordApplyChange(ctx, applyChangeParams(p))
 	return db.RecordChangeAppendRow(r), mutationTaken(err)

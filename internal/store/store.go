@@ -1,6 +1,8 @@
 // Package store is the only door to PostgreSQL. It owns the connection pool,
-// runs the sqlc-generated queries of internal/db (no other package imports
-// them) and converts rows into the domain types the HTTP layer serialises.
+// runs the sqlc-generated queries of internal/db and the hand-written scans
+// and pipelines of internal/pgrows on the same statements (no other package
+// imports either) and converts rows into the domain types the HTTP layer
+// serialises.
 package store
 
 import (
@@ -102,5 +104,11 @@ func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
 // inTx runs f in a transaction, committed when f returns nil and rolled
 // back otherwise; the error is translated (see translate).
 func (s *Store) inTx(ctx context.Context, f func(q *db.Queries) error) error {
-	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return f(s.q.WithTx(tx)) }))
+	return s.inTxConn(ctx, func(_ pgx.Tx, q *db.Queries) error { return f(q) })
+}
+
+// inTxConn is inTx for work that also runs the hand-written statements of
+// pgrows, which take the transaction itself.
+func (s *Store) inTxConn(ctx context.Context, f func(tx pgx.Tx, q *db.Queries) error) error {
+	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return f(tx, s.q.WithTx(tx)) }))
 }

@@ -10,10 +10,11 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 )
 
-// The hand-written scan of a walk page (db.RecordWalkPageInto, and
-// db.RecordWalkFirstPageInto for a page with no pin) returns
+// The hand-written scan of a walk page (pgrows.RecordWalkPageInto, and
+// pgrows.RecordWalkFirstPageInto for a page with no pin) returns
 // exactly what the function sqlc generates for the statement returns, for
 // every kind of row the statement yields: current versions, live and
 // deleted, with and without a source version; a version read as of the
@@ -77,7 +78,7 @@ func TestRecordWalkPageIntoAgrees(t *testing.T) {
 			alter(columns.column, columns.typ)
 		}
 		for name, p := range cases {
-			agree(t, q, columns.name+"/"+name, p)
+			agree(t, st.Pool(), columns.name+"/"+name, p)
 		}
 	}
 
@@ -100,18 +101,19 @@ func TestRecordWalkPageIntoAgrees(t *testing.T) {
 
 // agree runs one page through the generated scan and the hand-written
 // one, into an empty buffer and after a row a reused buffer held.
-func agree(t *testing.T, q *db.Queries, name string, p db.RecordWalkPageParams) {
+func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 	t.Run(name, func(t *testing.T) {
 		ctx := context.Background()
+		q := db.New(conn)
 		want, err := q.RecordWalkPage(ctx, p)
 		require.NoError(t, err)
 		require.NotEmpty(t, want, "every case yields a row (the marker at least)")
-		got, err := q.RecordWalkPageInto(ctx, p, make([]db.RecordWalkPageRow, 0, 1))
+		got, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1))
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 
 		held := db.RecordWalkPageRow{RecordID: "held", Sequence: -1}
-		got, err = q.RecordWalkPageInto(ctx, p, []db.RecordWalkPageRow{held})
+		got, err = pgrows.RecordWalkPageInto(ctx, conn, p, []db.RecordWalkPageRow{held})
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 
@@ -128,7 +130,7 @@ func agree(t *testing.T, q *db.Queries, name string, p db.RecordWalkPageParams) 
 		for n, r := range generated {
 			require.Equal(t, want[n], db.RecordWalkPageRow(r))
 		}
-		got, err = q.RecordWalkFirstPageInto(ctx, first, []db.RecordWalkPageRow{held})
+		got, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, []db.RecordWalkPageRow{held})
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 	})

@@ -24,3 +24,19 @@ func CompileForTest(name, schema string) (*Set, error) {
 	}
 	return &Set{compiled: map[string]*jsonschema.Schema{name: sch}}, nil
 }
+
+// DecodeReadingTwice is Decode and DecodeKeeping's member as they were
+// before the body was read once: encoding/json's document, then the
+// strict reader's checks, then the member read again. FuzzDecodeReadsOnce
+// holds DecodeKeeping to it.
+func DecodeReadingTwice(body []byte, keep string) (map[string]any, []byte, error) {
+	if err := Bounds(body); err != nil {
+		return nil, nil, err
+	}
+	doc, err := refusal(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := rawMember(body, keep)
+	return doc, raw, err
+}

@@ -114,15 +114,53 @@ func (s *Set) Has(name string) bool {
 // rewritten), member names unique within an object, no NUL character, and
 // every number a finite double of at most 10,000 characters. Numbers keep
 // the text they were sent with (json.Number) for the validator; what is
-// stored is the body's own text (RawMember). Replays are compared on
-// wire.CanonicalJSON, where 1.50 and 1.5 are the same value.
+// stored is the body's own text (DecodeKeeping). Replays are compared on
+// wire.RequestDigest, where 1.50 and 1.5 are the same value.
 // Every violation is reported with the JSON Pointer of the offending value.
 // A body beyond the bounds of every schema (Bounds) is refused before any
 // value is built.
 func Decode(body []byte) (map[string]any, error) {
+	doc, _, err := DecodeKeeping(body, "")
+	return doc, err
+}
+
+// DecodeKeeping is Decode that also returns the text of the body's
+// top-level member keep as sent but for the whitespace between its tokens
+// (jsontext's Compact: strings and numbers are never rewritten, members
+// keep their order); nil when the body has no such member. Ingest stores a
+// record's data this way, so that it reads back as the client wrote it.
+//
+// A body is read once: the strict reader builds the document, checks each
+// number and notes where keep lies, in one pass. Only a body it refuses is
+// read again, by refusal, to say what is wrong with it.
+func DecodeKeeping(body []byte, keep string) (map[string]any, json.RawMessage, error) {
 	if err := Bounds(body); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if doc, raw, ok := readStrict(body, keep); ok {
+		var errs []apperr.FieldError
+		checkStorable(doc, "", &errs)
+		if len(errs) == 0 {
+			return doc, raw, nil
+		}
+	}
+	doc, err := refusal(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Not reached for a body readStrict refuses (refusal accepts what
+	// readStrict accepts, and no more); kept so that it could never
+	// accept a body without its member.
+	raw, err := rawMember(body, keep)
+	return doc, raw, err
+}
+
+// refusal reads a body readStrict refused as Decode always has: first
+// encoding/json under the validator (its message for text that is not
+// JSON), then the strict reader for what encoding/json lets through
+// (invalid UTF-8, duplicate names, numbers out of range), then NUL
+// characters; every violation with its pointer, sorted.
+func refusal(body []byte) (map[string]any, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return nil, apperr.New(apperr.Invalid, "The body is not valid JSON: %s.", jsonErrorText(err))
@@ -141,6 +179,101 @@ func Decode(body []byte) (map[string]any, error) {
 		return nil, Invalid(errs)
 	}
 	return obj, nil
+}
+
+// readStrict reads body, one JSON object, with the strict reader into the
+// form encoding/json with UseNumber gives (maps, slices, strings, bools,
+// nil, json.Number), and returns the compacted text of its top-level
+// member keep (nil when absent or keep is ""). ok is false for anything
+// Decode refuses but NUL characters (checkStorable): text that is not one
+// JSON value, invalid UTF-8, a duplicate name, a number out of range,
+// another value than an object.
+func readStrict(body []byte, keep string) (doc map[string]any, raw json.RawMessage, ok bool) {
+	r := strictReader{d: jsontext.NewDecoder(bytes.NewReader(body)), body: body, keep: keep}
+	tok, err := r.d.ReadToken()
+	if err != nil || tok.Kind() != '{' {
+		return nil, nil, false
+	}
+	v, ok := r.object(true)
+	if !ok {
+		return nil, nil, false
+	}
+	if _, err := r.d.ReadToken(); err != io.EOF {
+		return nil, nil, false // a second value, or bytes that are none
+	}
+	if r.raw != nil {
+		raw = json.RawMessage(r.raw)
+	}
+	return v, raw, true
+}
+
+// strictReader is readStrict's state.
+type strictReader struct {
+	d    *jsontext.Decoder
+	body []byte
+	keep string
+	raw  jsontext.Value // keep's text, once read
+}
+
+// object reads an object's members after its '{', and its '}'; top is
+// whether it is the body itself.
+func (r *strictReader) object(top bool) (map[string]any, bool) {
+	obj := map[string]any{}
+	for r.d.PeekKind() == '"' {
+		name, err := r.d.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		k := name.String()
+		start := r.d.InputOffset()
+		v, ok := r.value()
+		if !ok {
+			return nil, false
+		}
+		if top && r.keep != "" && k == r.keep {
+			// What follows the name: blanks, the colon, blanks, the value.
+			r.raw = jsontext.Value(bytes.TrimLeft(r.body[start:r.d.InputOffset()], " \t\r\n:")).Clone()
+			if err := r.raw.Compact(); err != nil {
+				return nil, false
+			}
+		}
+		obj[k] = v
+	}
+	tok, err := r.d.ReadToken()
+	return obj, err == nil && tok.Kind() == '}'
+}
+
+// value reads one value.
+func (r *strictReader) value() (any, bool) {
+	tok, err := r.d.ReadToken()
+	if err != nil {
+		return nil, false
+	}
+	switch tok.Kind() {
+	case '{':
+		return r.object(false)
+	case '[':
+		arr := []any{}
+		for r.d.PeekKind() != ']' {
+			v, ok := r.value()
+			if !ok {
+				return nil, false
+			}
+			arr = append(arr, v)
+		}
+		_, err := r.d.ReadToken()
+		return arr, err == nil
+	case '"':
+		return tok.String(), true
+	case '0':
+		s := tok.String()
+		return json.Number(s), numberViolation(s) == ""
+	case 't', 'f':
+		return tok.Bool(), true
+	case 'n':
+		return nil, true
+	}
+	return nil, false
 }
 
 // strictScan reads the body token by token with the strict reader of
@@ -403,12 +536,11 @@ func Invalid(errs []apperr.FieldError) *apperr.Error {
 		Detail: fmt.Sprintf("The body is invalid: %d violation(s); see errors.", len(errs)), Errors: errs}
 }
 
-// RawMember returns the text of the top-level member name of a body
-// Decode accepted, as sent but for the whitespace between its tokens
-// (jsontext's Compact: strings and numbers are never rewritten, members
-// keep their order); nil when the body has no such member. Ingest stores
-// a record's data this way, so that it reads back as the client wrote it.
-func RawMember(body []byte, name string) (json.RawMessage, error) {
+// rawMember is DecodeKeeping's member, read from a body refusal accepted.
+func rawMember(body []byte, name string) (json.RawMessage, error) {
+	if name == "" {
+		return nil, nil
+	}
 	d := jsontext.NewDecoder(bytes.NewBuffer(body))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, errors.New("validate: the body is not a JSON object")

@@ -3,9 +3,11 @@ package validate_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -83,15 +85,80 @@ func TestNumberLimits(t *testing.T) {
 	}
 }
 
-// RawMember is the member's own text, compacted: numbers, escapes and
-// member order as sent.
-func TestRawMember(t *testing.T) {
+// DecodeKeeping's member is the member's own text, compacted: numbers,
+// escapes and member order as sent; a member of the same name deeper in
+// the body is not it.
+func TestDecodeKeepingMember(t *testing.T) {
 	body := []byte("{\"id\":\"x\", \"data\" : { \"b\" : 1E+2,\n \"a\" : [ -0.0 , \"\\u00e9 x\" ] }, \"z\":1}")
-	got, err := validate.RawMember(body, "data")
+	_, got, err := validate.DecodeKeeping(body, "data")
 	if err != nil || string(got) != `{"b":1E+2,"a":[-0.0,"\u00e9 x"]}` {
 		t.Fatalf("got %s, %v", got, err)
 	}
-	if got, err := validate.RawMember(body, "none"); got != nil || err != nil {
+	if _, got, err := validate.DecodeKeeping(body, "none"); got != nil || err != nil {
 		t.Fatalf("absent member: %s, %v", got, err)
+	}
+	if _, got, err := validate.DecodeKeeping([]byte(`{"x":{"data":1}}`), "data"); got != nil || err != nil {
+		t.Fatalf("nested member: %s, %v", got, err)
+	}
+}
+
+// FuzzDecodeReadsOnce: reading a body once (DecodeKeeping) answers
+// exactly as reading it with encoding/json, then the strict reader, then
+// once more for the member did: the same document, the same member text,
+// the same refusal.
+func FuzzDecodeReadsOnce(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"a1","data":{"name":"x","n":[1.50,-0.0,1E+2]},"deleted":false}`, `{"data" : 7 }`, `{"data":null}`,
+		`{"a":1e400}`, `{"a":"\u0000"}`, `{"\u0000":1}`, `[]`, `{`, `{}`, `{} {}`, `{}x`, ` {"a":{}} `, `"x"`, ``,
+		`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{"data":{"data":1},"x":[{"data":2}]}`,
+		`{"a":[1,2,]}`, `{"a":01}`, `{"a":.5}`, "\ufeff{}", `{"data":"` + strings.Repeat("é", 10) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		doc, raw, err := validate.DecodeKeeping(body, "data")
+		wantDoc, wantRaw, wantErr := validate.DecodeReadingTwice(body, "data")
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			t.Fatalf("error %v, want %v", err, wantErr)
+		}
+		if err != nil {
+			if a, ok := apperr.As(err); ok {
+				w, _ := apperr.As(wantErr)
+				if !reflect.DeepEqual(a, w) {
+					t.Fatalf("refusal %+v, want %+v", a, w)
+				}
+			}
+			return
+		}
+		if !reflect.DeepEqual(doc, wantDoc) {
+			t.Fatalf("document %#v, want %#v", doc, wantDoc)
+		}
+		if !bytes.Equal(raw, wantRaw) || (raw == nil) != (wantRaw == nil) {
+			t.Fatalf("member %q, want %q", raw, wantRaw)
+		}
+	})
+}
+
+// BenchmarkDecodeIngestBody: an ingest body read once (DecodeKeeping)
+// against the reads it replaced (DecodeReadingTwice).
+func BenchmarkDecodeIngestBody(b *testing.B) {
+	body := []byte(`{"id":"a1","restaurantId":"r1","mutationId":"m1","payloadVersion":1,"capturedAt":"1767225600000",` +
+		`"sourceVersion":"4.2.0","deleted":false,"data":{"name":"Walk-in fridge","index":3,"isDeleted":false,` +
+		`"readings":[{"at":"1767225600000","value":3.50,"unit":"°C"},{"at":"1767225660000","value":3.4,"unit":"°C"}],` +
+		`"notes":"door seal checked \u2013 ok"}}`)
+	for name, decode := range map[string]func([]byte, string) (map[string]any, []byte, error){
+		"once": func(body []byte, keep string) (map[string]any, []byte, error) {
+			return validate.DecodeKeeping(body, keep)
+		},
+		"before": validate.DecodeReadingTwice,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := decode(body, "data"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

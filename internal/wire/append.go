@@ -10,18 +10,18 @@ import (
 // The two answers that carry records (a walk page, a single record) are
 // written by hand instead of by encoding/json, for one reason: a record's
 // data is stored as the text the client sent, validated and compacted on
-// ingest (validate.RawMember), and encoding/json re-validates and
+// ingest (validate.DecodeKeeping), and encoding/json re-validates and
 // re-compacts every json.RawMessage it writes, which was the largest single
-// cost of a walk page (12% of its CPU in appendCompact, 30% in
-// encoding/json overall, under make bench-http). Here data is copied as
+// cost of a walk page under make bench-http (docs/performance.md, "make
+// bench-http", has the measured profile). Here data is copied as
 // stored, byte for byte; everything else is written as encoding/json
 // writes it (PureJSON: no HTML escaping), byte for byte.
 // TestAppendJSONMatchesEncodingJSON holds both writers to the same JSON,
 // TestAppendJSONIsByteForByte to the same bytes.
 //
 // A page of deliveries is written here too: encoding/json's reflection
-// over 50 deliveries was 11% of the deliveries row's CPU, 22% with its
-// writes.
+// over a page of deliveries was a large share of its CPU (the same page of
+// docs/performance.md).
 
 // AppendJSON appends the envelope as JSON. Data must be valid JSON (as
 // stored: the json column checks it), and is copied as it is; strings that are not valid UTF-8 are an error, and the
@@ -283,48 +283,70 @@ func appendStrings(b []byte, ss []string) ([]byte, error) {
 }
 
 // isNumber reports whether s is a JSON number (RFC 8259), the check
-// encoding/json makes before writing a json.Number.
+// encoding/json makes before writing a json.Number: an optional minus, an
+// integer part, then an optional fraction and exponent, and nothing else.
 func isNumber(s string) bool {
-	if s == "" {
+	if s != "" && s[0] == '-' {
+		s = s[1:]
+	}
+	s, ok := cutInteger(s)
+	if !ok {
 		return false
 	}
-	if s[0] == '-' {
+	s, ok = cutExponent(cutFraction(s))
+	return ok && s == ""
+}
+
+// cutInteger removes a number's integer part from the front of s: 0, or
+// digits not starting with 0. ok is false when s does not start with one.
+func cutInteger(s string) (rest string, ok bool) {
+	switch {
+	case s == "":
+		return s, false
+	case s[0] == '0':
+		return s[1:], true
+	case '1' <= s[0] && s[0] <= '9':
+		return cutDigits(s[1:]), true
+	}
+	return s, false
+}
+
+// cutFraction removes a fraction (a dot and at least one digit) from the
+// front of s, if it starts with one.
+func cutFraction(s string) string {
+	if len(s) >= 2 && s[0] == '.' && isDigit(s[1]) {
+		return cutDigits(s[2:])
+	}
+	return s
+}
+
+// cutExponent removes an exponent (e or E, an optional sign, digits) from
+// the front of s, if it starts with one; ok is false for a sign with
+// nothing after it. An exponent without digits is left to fail the
+// caller's end-of-number check, as in encoding/json.
+func cutExponent(s string) (rest string, ok bool) {
+	if len(s) < 2 || (s[0] != 'e' && s[0] != 'E') {
+		return s, true
+	}
+	s = s[1:]
+	if s[0] == '+' || s[0] == '-' {
 		s = s[1:]
 		if s == "" {
-			return false
+			return s, false
 		}
 	}
-	switch {
-	case s[0] == '0':
-		s = s[1:]
-	case '1' <= s[0] && s[0] <= '9':
-		s = s[1:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	default:
-		return false
-	}
-	if len(s) >= 2 && s[0] == '.' && '0' <= s[1] && s[1] <= '9' {
-		s = s[2:]
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	if len(s) >= 2 && (s[0] == 'e' || s[0] == 'E') {
-		s = s[1:]
-		if s[0] == '+' || s[0] == '-' {
-			s = s[1:]
-			if s == "" {
-				return false
-			}
-		}
-		for len(s) > 0 && '0' <= s[0] && s[0] <= '9' {
-			s = s[1:]
-		}
-	}
-	return s == ""
+	return cutDigits(s), true
 }
+
+// cutDigits removes the decimal digits from the front of s.
+func cutDigits(s string) string {
+	for len(s) > 0 && isDigit(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // errInvalidUTF8: a string encoding/json would write with U+FFFD in place
 // of its invalid bytes; the caller lets encoding/json write it.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -114,6 +115,32 @@ func CanonicalJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(canonicalNumbers(v))
+}
+
+// RequestDigest is the one rule by which every ingest (a record's change,
+// a delivery) tells a replay from a conflicting reuse of its id: the
+// SHA-256 of the request's value in canonical JSON (CanonicalJSON), so
+// that 3.50 and 3.5 are the same request. v is either a document as a
+// json.Decoder with UseNumber decodes it (its numbers are rewritten in
+// place, CanonicalDocument) or a typed value, encoded by encoding/json
+// first. The digests are stored (records' request_sha256, deliveries'
+// content_sha256): the rule cannot change without a migration of them.
+func RequestDigest(v any) ([]byte, error) {
+	var canon []byte
+	var err error
+	if doc, ok := v.(map[string]any); ok {
+		canon, err = CanonicalDocument(doc)
+	} else {
+		var plain []byte
+		if plain, err = json.Marshal(v); err == nil {
+			canon, err = CanonicalJSON(plain)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(canon)
+	return sum[:], nil
 }
 
 // CanonicalDocument is CanonicalJSON of a document already decoded as a

@@ -157,3 +157,46 @@ func FuzzCanonicalDocument(f *testing.F) {
 		}
 	})
 }
+
+// RequestDigest is one rule whatever form the request arrives in: a
+// decoded document and the typed value it decodes into hash alike, equal
+// values written differently hash alike, and different values do not.
+func TestRequestDigest(t *testing.T) {
+	t.Parallel()
+	decode := func(s string) map[string]any {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	digest := func(v any) string {
+		d, err := wire.RequestDigest(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d) != 32 {
+			t.Fatalf("digest of %d bytes", len(d))
+		}
+		return string(d)
+	}
+	a := digest(decode(`{"b":[3.50,{"y":1,"x":"é"}],"a":true}`))
+	if b := digest(decode(`{ "a" : true, "b" : [ 35e-1, {"x":"\u00e9","y":1.0} ] }`)); a != b {
+		t.Error("equal values written differently hash differently")
+	}
+	if c := digest(decode(`{"b":[3.51,{"y":1,"x":"é"}],"a":true}`)); a == c {
+		t.Error("different values hash alike")
+	}
+	d := wire.Delivery{ID: "d1", RestaurantID: "r1", OccurredAt: 7, Supplier: wire.Supplier{ID: "s", Name: "S"},
+		TemperatureRecords:   []wire.TemperatureRecord{{Product: "p", Unit: "C", Value: "3.50"}},
+		NonComplianceReasons: []string{}, CorrectiveActions: []string{"x"}}
+	plain, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest(d) != digest(decode(string(plain))) {
+		t.Error("a typed value and its document hash differently")
+	}
+}

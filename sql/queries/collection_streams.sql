@@ -6,9 +6,11 @@
 -- writers race for the lock or a device clock runs ahead. The row stays
 -- locked until the transaction ends, which serialises writers of this
 -- stream so commit order equals sequence order. changed_xact records the
--- writing transaction for GET /v1/changes (StreamsChanged); on Citus the
--- function is evaluated on the coordinator, like every non-immutable
--- function of a modification. collection_streams_pkey.
+-- writing transaction for GET /v1/changes (StreamsChanged), and
+-- PostgreSQL its epoch (changed_epoch, a generated column); no indexed
+-- column changes but that epoch, once per 1,024 transactions, so the update
+-- is HOT. On Citus the function is evaluated on the coordinator, like
+-- every non-immutable function of a modification. collection_streams_pkey.
 INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
 VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), 1, sqlc.arg(received_at), pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
@@ -41,10 +43,13 @@ FROM pg_current_snapshot() AS s;
 -- xip) of the previous listing could not see (at or above xmax, or in
 -- xip), with their heads, in (restaurant, stream) order after a keyset
 -- position. collection_streams_changed_idx: one range probe per
--- restaurant of the array (changed_xact >= xmin; restaurant_id under "C",
--- as the index compares it), which reads only the streams written since
--- the previous listing's oldest running transaction; the rest of the
--- predicate is checked on those rows, and the Sort orders only them.
+-- restaurant of the array (changed_epoch >= xmin >> 10, the epoch of 1,024
+-- transactions holding xmin; restaurant_id under "C", as the index
+-- compares it), which reads only the streams written since the previous
+-- listing's oldest running transaction or in the 1,023 before it; the rest
+-- of the predicate (changed_xact itself) is checked on those rows, and
+-- the Sort orders only them. The index keys the epoch, not changed_xact,
+-- so that ingest's updates of the stream row stay HOT (migration 00023).
 -- On Citus the array prunes to the restaurants' shards: a fan-out bounded
 -- by the restaurants granted (and the shard count), never every shard.
 -- GET /v1/records runs it from the zero snapshot (every stream that holds
@@ -53,6 +58,7 @@ FROM pg_current_snapshot() AS s;
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.restaurant_id COLLATE "C" = ANY(sqlc.arg(restaurant_ids)::text[])
+  AND s.changed_epoch >= (sqlc.arg(xmin)::bigint >> 10)
   AND s.changed_xact >= sqlc.arg(xmin)::bigint
   AND (s.changed_xact >= sqlc.arg(xmax)::bigint OR s.changed_xact = ANY(sqlc.arg(xip)::bigint[]))
   AND s.collection = ANY(sqlc.arg(streams)::text[])
@@ -63,19 +69,22 @@ LIMIT sqlc.arg(max_rows);
 -- name: StreamsChangedSince :many
 -- Serves GET /v1/changes for a key of many restaurants: the streams of
 -- every restaurant last written by a transaction the snapshot (xmin,
--- xmax, xip) could not see, oldest write first, at most max_rows; the
+-- xmax, xip) could not see, oldest epoch first, at most max_rows; the
 -- caller keeps those its key reads. collection_streams_xact_idx: one
--- range scan from xmin, which reads only the streams written since the
--- previous listing's oldest running transaction, whoever's they are.
+-- range scan from xmin's epoch (changed_epoch >= xmin >> 10), which reads
+-- only the streams written since the previous listing's oldest running
+-- transaction, whoever's they are, or in the 1,023 transactions before it
+-- (checked on changed_xact and dropped before the LIMIT).
 -- Cheaper than StreamsChanged's probe per restaurant while fewer streams
 -- changed service-wide than the key has restaurants; the caller passes
 -- that bound as max_rows and probes per restaurant beyond it. On Citus it
 -- runs on every shard (each stops at max_rows).
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
-WHERE s.changed_xact >= sqlc.arg(xmin)::bigint
+WHERE s.changed_epoch >= (sqlc.arg(xmin)::bigint >> 10)
+  AND s.changed_xact >= sqlc.arg(xmin)::bigint
   AND (s.changed_xact >= sqlc.arg(xmax)::bigint OR s.changed_xact = ANY(sqlc.arg(xip)::bigint[]))
-ORDER BY s.changed_xact
+ORDER BY s.changed_epoch
 LIMIT sqlc.arg(max_rows);
 
 -- name: StreamHead :one

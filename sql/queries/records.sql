@@ -147,10 +147,16 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- after that position, each once. A page is the union of
 --   1. current versions with sequence in (after, P]: one range scan of
 --      records_walk_idx, stopped by LIMIT;
---   2. versions in (after, P] that were superseded after P (records changed
---      or deleted since the walk began, returned as they stood at P):
---      record_changes_superseded_idx, a range bounded by the writes made
---      since P, not by the stream's size or history.
+--   2. for each record changed since P (a current version in (P, H]: the
+--      same range scan of records_walk_idx, which holds one entry per
+--      record, however often it changed), its version as of P: one
+--      backward probe of record_changes_at_pin_idx (record_id, sequence),
+--      the newest superseded version at or below P, kept when it lies in
+--      (after, P] and was superseded after P (records changed or deleted
+--      since the walk began, returned as they stood at P). A page so reads
+--      one index entry and one probe per record changed since P, never the
+--      superseded versions written since (20,000 updates of 100 records
+--      are 100 probes, not 20,000 rows filtered).
 --   3. only when (after, P] is empty: one marker row with an empty
 --      record_id (never a record's id) carrying P, so that an empty page
 --      still says where it is pinned. It answers a changes walk with
@@ -176,10 +182,16 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- compares restaurant_id under "C" (migration 00006), so it is the only
 -- index matching these clauses, and lookups by record id, which do not name
 -- the collation, can never take it, with or without statistics.
--- Branch 2 states superseded_by <= H although it always holds: P and H are
+-- Branch 2 states sequence <= H although it always holds: P and H are
 -- unknown when the statement is planned, and a two-sided range on unknown
--- bounds is estimated narrow, where `superseded_by > P` alone is estimated
--- at a third of the table and planned as a sequential scan.
+-- bounds is estimated narrow, where `sequence > P` alone is estimated at a
+-- third of the table. Its probe names restaurant_id COLLATE "C" too:
+-- record_changes_at_pin_idx compares it under "C", so it is the only index
+-- of record_changes the probe can take, statistics or not. The probe's
+-- `compacted_at IS NULL` is the index's predicate; the version it finds is
+-- then checked to be superseded after P, so a compacted version as of P
+-- yields nothing rather than an older one (cursors expire before
+-- compaction reaches them anyway).
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
@@ -198,15 +210,24 @@ WITH head AS (
  ORDER BY r.sequence
  LIMIT sqlc.arg(max_rows))
 UNION ALL
-(SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
-        h.captured_at, h.received_at, h.source_version, h.payload_version
- FROM record_changes h
- WHERE h.restaurant_id = sqlc.arg(restaurant_id) AND h.collection = sqlc.arg(collection)
-   AND h.superseded_by > (SELECT p FROM pin)
-   AND h.superseded_by <= (SELECT h FROM pin)
-   AND h.compacted_at IS NULL
-   AND h.sequence > sqlc.arg(after_sequence)
-   AND h.sequence <= (SELECT p FROM pin))
+(SELECT (SELECT p FROM pin)::bigint AS pinned, v.record_id, v.sequence, v.mutation_id, v.deleted, v.data,
+        v.captured_at, v.received_at, v.source_version, v.payload_version
+ FROM records c
+ CROSS JOIN LATERAL (
+     SELECT h.record_id, h.sequence, h.mutation_id, h.deleted, h.data, h.captured_at, h.received_at,
+            h.source_version, h.payload_version, h.superseded_by
+     FROM record_changes h
+     WHERE h.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND h.collection = sqlc.arg(collection)
+       AND h.record_id = c.record_id
+       AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
+       AND h.sequence > sqlc.arg(after_sequence)
+       AND h.sequence <= (SELECT p FROM pin)
+     ORDER BY h.sequence DESC
+     LIMIT 1) v
+ WHERE c.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND c.collection = sqlc.arg(collection)
+   AND c.sequence > (SELECT p FROM pin)
+   AND c.sequence <= (SELECT h FROM pin)
+   AND v.superseded_by > (SELECT p FROM pin))
 UNION ALL
 (SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM pin

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const assetListForRecord = `-- name: AssetListForRecord :one
+const AssetListForRecord = `-- name: AssetListForRecord :one
 SELECT r.deleted,
        u.object_key, u.sha256, u.content_type, u.byte_length, u.uploaded_at
 FROM records r
@@ -38,7 +38,7 @@ type AssetListForRecordRow struct {
 // verified upload of the asset its current data names, in one probe of
 // records_pkey and asset_uploads_pkey. No row: no such record.
 func (q *Queries) AssetListForRecord(ctx context.Context, arg AssetListForRecordParams) (AssetListForRecordRow, error) {
-	row := q.db.QueryRow(ctx, assetListForRecord, arg.RestaurantID, arg.Collection, arg.RecordID)
+	row := q.db.QueryRow(ctx, AssetListForRecord, arg.RestaurantID, arg.Collection, arg.RecordID)
 	var i AssetListForRecordRow
 	err := row.Scan(
 		&i.Deleted,
@@ -51,7 +51,7 @@ func (q *Queries) AssetListForRecord(ctx context.Context, arg AssetListForRecord
 	return i, err
 }
 
-const assetUploadGet = `-- name: AssetUploadGet :one
+const AssetUploadGet = `-- name: AssetUploadGet :one
 SELECT restaurant_id, collection, record_id, object_key, sha256, content_type, byte_length, uploaded_at, mutation_id
 FROM asset_uploads
 WHERE restaurant_id = $1 AND collection = $2
@@ -68,7 +68,7 @@ type AssetUploadGetParams struct {
 // Serves asset uploads (replay or conflict) and ingest (is the asset the
 // snapshot names verified?). asset_uploads_pkey.
 func (q *Queries) AssetUploadGet(ctx context.Context, arg AssetUploadGetParams) (AssetUpload, error) {
-	row := q.db.QueryRow(ctx, assetUploadGet,
+	row := q.db.QueryRow(ctx, AssetUploadGet,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.RecordID,
@@ -89,7 +89,7 @@ func (q *Queries) AssetUploadGet(ctx context.Context, arg AssetUploadGetParams) 
 	return i, err
 }
 
-const assetUploadInsert = `-- name: AssetUploadInsert :exec
+const AssetUploadInsert = `-- name: AssetUploadInsert :exec
 INSERT INTO asset_uploads (restaurant_id, collection, record_id, object_key, sha256, content_type, byte_length,
                            uploaded_at, mutation_id)
 VALUES ($1, $2, $3, $4, $5,
@@ -111,7 +111,7 @@ type AssetUploadInsertParams struct {
 // Serves asset uploads, in the transaction that marks the record's asset
 // uploaded. asset_uploads_pkey.
 func (q *Queries) AssetUploadInsert(ctx context.Context, arg AssetUploadInsertParams) error {
-	_, err := q.db.Exec(ctx, assetUploadInsert,
+	_, err := q.db.Exec(ctx, AssetUploadInsert,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.RecordID,

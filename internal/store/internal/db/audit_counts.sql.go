@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-const auditCountsAdd = `-- name: AuditCountsAdd :exec
+const AuditCountsAdd = `-- name: AuditCountsAdd :exec
 INSERT INTO audit_counts (minute, client_ip, method, route, status, outcome, key_public_id, requests)
 SELECT unnest($1::timestamptz[]), unnest($2::inet[]), unnest($3::text[]),
        unnest($4::text[]), unnest($5::smallint[]), unnest($6::text[]),
@@ -36,7 +36,7 @@ type AuditCountsAddParams struct {
 // that another flush or server wrote. audit_counts_pkey (the conflict
 // target); the caller sends each shape once per statement.
 func (q *Queries) AuditCountsAdd(ctx context.Context, arg AuditCountsAddParams) error {
-	_, err := q.db.Exec(ctx, auditCountsAdd,
+	_, err := q.db.Exec(ctx, AuditCountsAdd,
 		arg.Minutes,
 		arg.ClientIps,
 		arg.Methods,
@@ -49,7 +49,7 @@ func (q *Queries) AuditCountsAdd(ctx context.Context, arg AuditCountsAddParams) 
 	return err
 }
 
-const auditCountsRecent = `-- name: AuditCountsRecent :many
+const AuditCountsRecent = `-- name: AuditCountsRecent :many
 SELECT minute, client_ip, method, route, status, outcome, key_public_id, requests
 FROM audit_counts
 WHERE minute >= $1
@@ -68,7 +68,7 @@ type AuditCountsRecentParams struct {
 // minutes first. audit_counts_pkey of each partition since the horizon,
 // read backwards; the key filter is applied to those rows.
 func (q *Queries) AuditCountsRecent(ctx context.Context, arg AuditCountsRecentParams) ([]AuditCount, error) {
-	rows, err := q.db.Query(ctx, auditCountsRecent, arg.Since, arg.KeyPublicID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, AuditCountsRecent, arg.Since, arg.KeyPublicID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const auditBeforePartitioningBound = `-- name: AuditBeforePartitioningBound :many
+const AuditBeforePartitioningBound = `-- name: AuditBeforePartitioningBound :many
 SELECT b.upper_bound::timestamptz AS upper_bound
 FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
 WHERE b.partition LIKE 'audit\_events\_before\_%'
@@ -23,7 +23,7 @@ WHERE b.partition LIKE 'audit\_events\_before\_%'
 // rows written before partitioning (audit_events_before_YYYYMMDD, attached
 // by migration 00009), none once it is dropped. Reads the catalogue.
 func (q *Queries) AuditBeforePartitioningBound(ctx context.Context) ([]time.Time, error) {
-	rows, err := q.db.Query(ctx, auditBeforePartitioningBound)
+	rows, err := q.db.Query(ctx, AuditBeforePartitioningBound)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (q *Queries) AuditBeforePartitioningBound(ctx context.Context) ([]time.Time
 	return items, nil
 }
 
-const auditEventsDeleteOldest = `-- name: AuditEventsDeleteOldest :execrows
+const AuditEventsDeleteOldest = `-- name: AuditEventsDeleteOldest :execrows
 DELETE FROM audit_events
 WHERE (id, occurred_at) IN (
     SELECT e.id, e.occurred_at FROM audit_events AS e
@@ -61,7 +61,7 @@ type AuditEventsDeleteOldestParams struct {
 // batch of the oldest events before horizon (the caller keeps horizon
 // within that partition). audit_events_occurred_idx of the partition.
 func (q *Queries) AuditEventsDeleteOldest(ctx context.Context, arg AuditEventsDeleteOldestParams) (int64, error) {
-	result, err := q.db.Exec(ctx, auditEventsDeleteOldest, arg.Horizon, arg.MaxRows)
+	result, err := q.db.Exec(ctx, AuditEventsDeleteOldest, arg.Horizon, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}
@@ -80,30 +80,30 @@ type AuditInsertParams struct {
 	Outcome      *string
 }
 
-const auditPartitionCreate = `-- name: AuditPartitionCreate :one
+const AuditPartitionCreate = `-- name: AuditPartitionCreate :one
 SELECT foodsafe_audit_partition_create($1::date)
 `
 
 // Serves the audit writer (a batch with no partition for its day) and the
 // partition job (days ahead): true when it created the day's partition.
 func (q *Queries) AuditPartitionCreate(ctx context.Context, day pgtype.Date) (bool, error) {
-	row := q.db.QueryRow(ctx, auditPartitionCreate, day)
+	row := q.db.QueryRow(ctx, AuditPartitionCreate, day)
 	var foodsafe_audit_partition_create bool
 	err := row.Scan(&foodsafe_audit_partition_create)
 	return foodsafe_audit_partition_create, err
 }
 
-const auditPartitionDrop = `-- name: AuditPartitionDrop :exec
+const AuditPartitionDrop = `-- name: AuditPartitionDrop :exec
 SELECT foodsafe_audit_partition_drop($1::text)
 `
 
 // Serves audit retention: drops one whole partition (O(1), no DELETE).
 func (q *Queries) AuditPartitionDrop(ctx context.Context, partition string) error {
-	_, err := q.db.Exec(ctx, auditPartitionDrop, partition)
+	_, err := q.db.Exec(ctx, AuditPartitionDrop, partition)
 	return err
 }
 
-const auditPartitionsEndingBy = `-- name: AuditPartitionsEndingBy :many
+const AuditPartitionsEndingBy = `-- name: AuditPartitionsEndingBy :many
 SELECT b.partition::text AS partition
 FROM foodsafe_audit_partition_bounds() AS b (partition, upper_bound)
 WHERE b.upper_bound <= $1::timestamptz
@@ -113,7 +113,7 @@ ORDER BY b.upper_bound
 // Serves audit retention: the partitions holding only events older than
 // horizon, oldest first. Reads the catalogue, not the table.
 func (q *Queries) AuditPartitionsEndingBy(ctx context.Context, horizon time.Time) ([]string, error) {
-	rows, err := q.db.Query(ctx, auditPartitionsEndingBy, horizon)
+	rows, err := q.db.Query(ctx, AuditPartitionsEndingBy, horizon)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (q *Queries) AuditPartitionsEndingBy(ctx context.Context, horizon time.Time
 	return items, nil
 }
 
-const auditRecent = `-- name: AuditRecent :many
+const AuditRecent = `-- name: AuditRecent :many
 SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
 FROM audit_events
 WHERE occurred_at >= $1
@@ -147,7 +147,7 @@ type AuditRecentParams struct {
 
 // Serves `foodsafe audit` without filters. audit_events_occurred_idx.
 func (q *Queries) AuditRecent(ctx context.Context, arg AuditRecentParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, auditRecent, arg.Since, arg.MaxRows)
+	rows, err := q.db.Query(ctx, AuditRecent, arg.Since, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (q *Queries) AuditRecent(ctx context.Context, arg AuditRecentParams) ([]Aud
 	return items, nil
 }
 
-const auditRecentByKey = `-- name: AuditRecentByKey :many
+const AuditRecentByKey = `-- name: AuditRecentByKey :many
 SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
 FROM audit_events
 WHERE key_public_id = $1
@@ -197,7 +197,7 @@ type AuditRecentByKeyParams struct {
 // Serves `foodsafe audit --key` (optionally with --restaurant).
 // audit_events_key_idx.
 func (q *Queries) AuditRecentByKey(ctx context.Context, arg AuditRecentByKeyParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, auditRecentByKey,
+	rows, err := q.db.Query(ctx, AuditRecentByKey,
 		arg.KeyPublicID,
 		arg.Since,
 		arg.RestaurantID,
@@ -232,7 +232,7 @@ func (q *Queries) AuditRecentByKey(ctx context.Context, arg AuditRecentByKeyPara
 	return items, nil
 }
 
-const auditRecentByRestaurant = `-- name: AuditRecentByRestaurant :many
+const AuditRecentByRestaurant = `-- name: AuditRecentByRestaurant :many
 SELECT id, occurred_at, key_public_id, restaurant_id, method, route, status, request_id, client_ip, outcome
 FROM audit_events
 WHERE restaurant_id = $1
@@ -249,7 +249,7 @@ type AuditRecentByRestaurantParams struct {
 
 // Serves `foodsafe audit --restaurant`. audit_events_restaurant_idx.
 func (q *Queries) AuditRecentByRestaurant(ctx context.Context, arg AuditRecentByRestaurantParams) ([]AuditEvent, error) {
-	rows, err := q.db.Query(ctx, auditRecentByRestaurant, arg.RestaurantID, arg.Since, arg.MaxRows)
+	rows, err := q.db.Query(ctx, AuditRecentByRestaurant, arg.RestaurantID, arg.Since, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

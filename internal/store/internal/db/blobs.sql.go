@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const assetUploadsDeleteDead = `-- name: AssetUploadsDeleteDead :execrows
+const AssetUploadsDeleteDead = `-- name: AssetUploadsDeleteDead :execrows
 DELETE FROM asset_uploads WHERE sha256 = $1
 `
 
@@ -18,14 +18,14 @@ DELETE FROM asset_uploads WHERE sha256 = $1
 // digest, so that a record that comes back later asks for its file again
 // instead of pointing at deleted bytes. asset_uploads_sha256_idx.
 func (q *Queries) AssetUploadsDeleteDead(ctx context.Context, sha256 string) (int64, error) {
-	result, err := q.db.Exec(ctx, assetUploadsDeleteDead, sha256)
+	result, err := q.db.Exec(ctx, AssetUploadsDeleteDead, sha256)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const blobAssetReferences = `-- name: BlobAssetReferences :many
+const BlobAssetReferences = `-- name: BlobAssetReferences :many
 SELECT u.restaurant_id, u.collection, u.record_id,
        (NOT r.deleted AND r.data -> 'asset' ->> 'objectKey' IS NOT DISTINCT FROM u.object_key)::boolean AS live,
        r.received_at
@@ -48,7 +48,7 @@ type BlobAssetReferencesRow struct {
 // objectKey) and when its record last changed.
 // asset_uploads_sha256_idx, records_pkey.
 func (q *Queries) BlobAssetReferences(ctx context.Context, sha256 string) ([]BlobAssetReferencesRow, error) {
-	rows, err := q.db.Query(ctx, blobAssetReferences, sha256)
+	rows, err := q.db.Query(ctx, BlobAssetReferences, sha256)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (q *Queries) BlobAssetReferences(ctx context.Context, sha256 string) ([]Blo
 	return items, nil
 }
 
-const blobCandidates = `-- name: BlobCandidates :many
+const BlobCandidates = `-- name: BlobCandidates :many
 SELECT sha256
 FROM blobs
 WHERE sha256 > $1 AND last_put_at < $2
@@ -91,7 +91,7 @@ type BlobCandidatesParams struct {
 // whose latest upload is older than horizon, in digest order. A range of
 // blobs_pkey, filtered.
 func (q *Queries) BlobCandidates(ctx context.Context, arg BlobCandidatesParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, blobCandidates, arg.After, arg.Horizon, arg.MaxRows)
+	rows, err := q.db.Query(ctx, BlobCandidates, arg.After, arg.Horizon, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (q *Queries) BlobCandidates(ctx context.Context, arg BlobCandidatesParams) 
 	return items, nil
 }
 
-const blobClaim = `-- name: BlobClaim :exec
+const BlobClaim = `-- name: BlobClaim :exec
 INSERT INTO blobs (sha256, last_put_at)
 VALUES ($1, $2)
 ON CONFLICT (sha256) DO UPDATE SET last_put_at = greatest(blobs.last_put_at, excluded.last_put_at)
@@ -125,22 +125,22 @@ type BlobClaimParams struct {
 // own: claims the digest for FOODSAFE_BLOB_GRACE. Waits while the
 // collector holds the row (then inserts it again). blobs_pkey.
 func (q *Queries) BlobClaim(ctx context.Context, arg BlobClaimParams) error {
-	_, err := q.db.Exec(ctx, blobClaim, arg.Sha256, arg.Now)
+	_, err := q.db.Exec(ctx, BlobClaim, arg.Sha256, arg.Now)
 	return err
 }
 
-const blobDelete = `-- name: BlobDelete :exec
+const BlobDelete = `-- name: BlobDelete :exec
 DELETE FROM blobs WHERE sha256 = $1
 `
 
 // Serves the blob collector, with the bytes deleted: drops the claim.
 // blobs_pkey.
 func (q *Queries) BlobDelete(ctx context.Context, sha256 string) error {
-	_, err := q.db.Exec(ctx, blobDelete, sha256)
+	_, err := q.db.Exec(ctx, BlobDelete, sha256)
 	return err
 }
 
-const blobImageReferenced = `-- name: BlobImageReferenced :one
+const BlobImageReferenced = `-- name: BlobImageReferenced :one
 SELECT 1::int AS used FROM delivery_images WHERE sha256 = $1 LIMIT 1
 `
 
@@ -149,13 +149,13 @@ SELECT 1::int AS used FROM delivery_images WHERE sha256 = $1 LIMIT 1
 // Written as a LIMIT rather than EXISTS so that Citus pushes it to every
 // shard as an index probe. delivery_images_sha256_idx.
 func (q *Queries) BlobImageReferenced(ctx context.Context, sha256 string) (int32, error) {
-	row := q.db.QueryRow(ctx, blobImageReferenced, sha256)
+	row := q.db.QueryRow(ctx, BlobImageReferenced, sha256)
 	var used int32
 	err := row.Scan(&used)
 	return used, err
 }
 
-const blobLock = `-- name: BlobLock :one
+const BlobLock = `-- name: BlobLock :one
 SELECT sha256 FROM blobs
 WHERE sha256 = $1 AND last_put_at < $2
 FOR UPDATE SKIP LOCKED
@@ -170,13 +170,13 @@ type BlobLockParams struct {
 // claim if it is still older than horizon; no row when it was claimed
 // since, or another transaction holds it. blobs_pkey.
 func (q *Queries) BlobLock(ctx context.Context, arg BlobLockParams) (string, error) {
-	row := q.db.QueryRow(ctx, blobLock, arg.Sha256, arg.Horizon)
+	row := q.db.QueryRow(ctx, BlobLock, arg.Sha256, arg.Horizon)
 	var sha256 string
 	err := row.Scan(&sha256)
 	return sha256, err
 }
 
-const streamLock = `-- name: StreamLock :exec
+const StreamLock = `-- name: StreamLock :exec
 SELECT 1 FROM collection_streams
 WHERE restaurant_id = $1 AND collection = $2
 FOR UPDATE
@@ -192,6 +192,6 @@ type StreamLockParams struct {
 // asset cannot come back to life between the collector's check and its
 // deletion. collection_streams_pkey.
 func (q *Queries) StreamLock(ctx context.Context, arg StreamLockParams) error {
-	_, err := q.db.Exec(ctx, streamLock, arg.RestaurantID, arg.Collection)
+	_, err := q.db.Exec(ctx, StreamLock, arg.RestaurantID, arg.Collection)
 	return err
 }

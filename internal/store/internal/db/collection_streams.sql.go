@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const streamHead = `-- name: StreamHead :one
+const StreamHead = `-- name: StreamHead :one
 SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
                  WHERE s.restaurant_id = $1 AND s.collection = $2), 0)::bigint AS head
 `
@@ -23,13 +23,13 @@ type StreamHeadParams struct {
 // nothing was ever written), to tell an empty page from a position the
 // stream has not reached. collection_streams_pkey.
 func (q *Queries) StreamHead(ctx context.Context, arg StreamHeadParams) (int64, error) {
-	row := q.db.QueryRow(ctx, streamHead, arg.RestaurantID, arg.Collection)
+	row := q.db.QueryRow(ctx, StreamHead, arg.RestaurantID, arg.Collection)
 	var head int64
 	err := row.Scan(&head)
 	return head, err
 }
 
-const streamNextSequence = `-- name: StreamNextSequence :one
+const StreamNextSequence = `-- name: StreamNextSequence :one
 INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
 VALUES ($1, $2, 1, $3, pg_current_xact_id()::text::bigint)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
@@ -57,20 +57,23 @@ type StreamNextSequenceRow struct {
 // writers race for the lock or a device clock runs ahead. The row stays
 // locked until the transaction ends, which serialises writers of this
 // stream so commit order equals sequence order. changed_xact records the
-// writing transaction for GET /v1/changes (StreamsChanged); on Citus the
-// function is evaluated on the coordinator, like every non-immutable
-// function of a modification. collection_streams_pkey.
+// writing transaction for GET /v1/changes (StreamsChanged), and
+// PostgreSQL its epoch (changed_epoch, a generated column); no indexed
+// column changes but that epoch, once per 1,024 transactions, so the update
+// is HOT. On Citus the function is evaluated on the coordinator, like
+// every non-immutable function of a modification. collection_streams_pkey.
 func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (StreamNextSequenceRow, error) {
-	row := q.db.QueryRow(ctx, streamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
+	row := q.db.QueryRow(ctx, StreamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
 	var i StreamNextSequenceRow
 	err := row.Scan(&i.LastSequence, &i.LastReceivedAt)
 	return i, err
 }
 
-const streamsChanged = `-- name: StreamsChanged :many
+const StreamsChanged = `-- name: StreamsChanged :many
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
 WHERE s.restaurant_id COLLATE "C" = ANY($1::text[])
+  AND s.changed_epoch >= ($2::bigint >> 10)
   AND s.changed_xact >= $2::bigint
   AND (s.changed_xact >= $3::bigint OR s.changed_xact = ANY($4::bigint[]))
   AND s.collection = ANY($5::text[])
@@ -101,17 +104,20 @@ type StreamsChangedRow struct {
 // xip) of the previous listing could not see (at or above xmax, or in
 // xip), with their heads, in (restaurant, stream) order after a keyset
 // position. collection_streams_changed_idx: one range probe per
-// restaurant of the array (changed_xact >= xmin; restaurant_id under "C",
-// as the index compares it), which reads only the streams written since
-// the previous listing's oldest running transaction; the rest of the
-// predicate is checked on those rows, and the Sort orders only them.
+// restaurant of the array (changed_epoch >= xmin >> 10, the epoch of 1,024
+// transactions holding xmin; restaurant_id under "C", as the index
+// compares it), which reads only the streams written since the previous
+// listing's oldest running transaction or in the 1,023 before it; the rest
+// of the predicate (changed_xact itself) is checked on those rows, and
+// the Sort orders only them. The index keys the epoch, not changed_xact,
+// so that ingest's updates of the stream row stay HOT (migration 00023).
 // On Citus the array prunes to the restaurants' shards: a fan-out bounded
 // by the restaurants granted (and the shard count), never every shard.
 // GET /v1/records runs it from the zero snapshot (every stream that holds
 // data) after the feed's position, for at most the items its page may
 // still take: the streams the feed reads next.
 func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) ([]StreamsChangedRow, error) {
-	rows, err := q.db.Query(ctx, streamsChanged,
+	rows, err := q.db.Query(ctx, StreamsChanged,
 		arg.RestaurantIds,
 		arg.Xmin,
 		arg.Xmax,
@@ -139,12 +145,13 @@ func (q *Queries) StreamsChanged(ctx context.Context, arg StreamsChangedParams) 
 	return items, nil
 }
 
-const streamsChangedSince = `-- name: StreamsChangedSince :many
+const StreamsChangedSince = `-- name: StreamsChangedSince :many
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s
-WHERE s.changed_xact >= $1::bigint
+WHERE s.changed_epoch >= ($1::bigint >> 10)
+  AND s.changed_xact >= $1::bigint
   AND (s.changed_xact >= $2::bigint OR s.changed_xact = ANY($3::bigint[]))
-ORDER BY s.changed_xact
+ORDER BY s.changed_epoch
 LIMIT $4
 `
 
@@ -163,16 +170,18 @@ type StreamsChangedSinceRow struct {
 
 // Serves GET /v1/changes for a key of many restaurants: the streams of
 // every restaurant last written by a transaction the snapshot (xmin,
-// xmax, xip) could not see, oldest write first, at most max_rows; the
+// xmax, xip) could not see, oldest epoch first, at most max_rows; the
 // caller keeps those its key reads. collection_streams_xact_idx: one
-// range scan from xmin, which reads only the streams written since the
-// previous listing's oldest running transaction, whoever's they are.
+// range scan from xmin's epoch (changed_epoch >= xmin >> 10), which reads
+// only the streams written since the previous listing's oldest running
+// transaction, whoever's they are, or in the 1,023 transactions before it
+// (checked on changed_xact and dropped before the LIMIT).
 // Cheaper than StreamsChanged's probe per restaurant while fewer streams
 // changed service-wide than the key has restaurants; the caller passes
 // that bound as max_rows and probes per restaurant beyond it. On Citus it
 // runs on every shard (each stops at max_rows).
 func (q *Queries) StreamsChangedSince(ctx context.Context, arg StreamsChangedSinceParams) ([]StreamsChangedSinceRow, error) {
-	rows, err := q.db.Query(ctx, streamsChangedSince,
+	rows, err := q.db.Query(ctx, StreamsChangedSince,
 		arg.Xmin,
 		arg.Xmax,
 		arg.Xip,
@@ -196,7 +205,7 @@ func (q *Queries) StreamsChangedSince(ctx context.Context, arg StreamsChangedSin
 	return items, nil
 }
 
-const streamsHorizon = `-- name: StreamsHorizon :one
+const StreamsHorizon = `-- name: StreamsHorizon :one
 SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
        pg_snapshot_xmax(s)::text::bigint AS xmax,
        ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x)::bigint[] AS xip
@@ -222,7 +231,7 @@ type StreamsHorizonRow struct {
 // table is read; on Citus it runs on the coordinator, whose transaction
 // ids StreamNextSequence records.
 func (q *Queries) StreamsHorizon(ctx context.Context) (StreamsHorizonRow, error) {
-	row := q.db.QueryRow(ctx, streamsHorizon)
+	row := q.db.QueryRow(ctx, StreamsHorizon)
 	var i StreamsHorizonRow
 	err := row.Scan(&i.Xmin, &i.Xmax, &i.Xip)
 	return i, err

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const deliveryChangesPage = `-- name: DeliveryChangesPage :many
+const DeliveryChangesPage = `-- name: DeliveryChangesPage :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
        received_sequence
@@ -35,7 +35,7 @@ type DeliveryChangesPageParams struct {
 // compares it). GET /v1/records reads a restaurant's deliveries stream
 // with it, in a pipeline of several streams (db.FeedReads).
 func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPageParams) ([]Delivery, error) {
-	rows, err := q.db.Query(ctx, deliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
+	rows, err := q.db.Query(ctx, DeliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPa
 	return items, nil
 }
 
-const deliveryGet = `-- name: DeliveryGet :one
+const DeliveryGet = `-- name: DeliveryGet :one
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
        received_sequence
@@ -86,7 +86,7 @@ type DeliveryGetParams struct {
 // this clause can use (deliveries_list_idx compares restaurant_id under
 // "C", which it does not name), with or without statistics.
 func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Delivery, error) {
-	row := q.db.QueryRow(ctx, deliveryGet, arg.RestaurantID, arg.ID)
+	row := q.db.QueryRow(ctx, DeliveryGet, arg.RestaurantID, arg.ID)
 	var i Delivery
 	err := row.Scan(
 		&i.RestaurantID,
@@ -107,7 +107,7 @@ func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Deliv
 	return i, err
 }
 
-const deliveryInsert = `-- name: DeliveryInsert :one
+const DeliveryInsert = `-- name: DeliveryInsert :one
 INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
                         temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count,
                         content_sha256, received_sequence)
@@ -143,7 +143,7 @@ type DeliveryInsertParams struct {
 // (the position with it) and compares contents (replay or conflict).
 // deliveries_pkey.
 func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) (Delivery, error) {
-	row := q.db.QueryRow(ctx, deliveryInsert,
+	row := q.db.QueryRow(ctx, DeliveryInsert,
 		arg.RestaurantID,
 		arg.ID,
 		arg.OccurredAt,
@@ -178,7 +178,7 @@ func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) 
 	return i, err
 }
 
-const deliveryListAfter = `-- name: DeliveryListAfter :many
+const DeliveryListAfter = `-- name: DeliveryListAfter :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
        received_sequence
@@ -208,7 +208,7 @@ type DeliveryListAfterParams struct {
 // estimated narrow and read in index order, where the lower bound and the
 // row comparison alone were planned as a bitmap scan and a Sort.
 func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterParams) ([]Delivery, error) {
-	rows, err := q.db.Query(ctx, deliveryListAfter,
+	rows, err := q.db.Query(ctx, DeliveryListAfter,
 		arg.RestaurantID,
 		arg.FromMs,
 		arg.AfterOccurredAt,
@@ -248,7 +248,7 @@ func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterPa
 	return items, nil
 }
 
-const deliveryListFirst = `-- name: DeliveryListFirst :many
+const DeliveryListFirst = `-- name: DeliveryListFirst :many
 SELECT restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
        temperature_records, non_compliance_reasons, corrective_actions, commentary, image_count, content_sha256, received_at,
        received_sequence
@@ -272,7 +272,7 @@ type DeliveryListFirstParams struct {
 // restaurant_id is compared under "C", the index's collation for it
 // (migration 00006), which also keeps lookups by id off this index.
 func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstParams) ([]Delivery, error) {
-	rows, err := q.db.Query(ctx, deliveryListFirst,
+	rows, err := q.db.Query(ctx, DeliveryListFirst,
 		arg.RestaurantID,
 		arg.FromMs,
 		arg.ToMs,

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const deliveryImageGet = `-- name: DeliveryImageGet :one
+const DeliveryImageGet = `-- name: DeliveryImageGet :one
 SELECT restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at
 FROM delivery_images
 WHERE restaurant_id = $1 AND delivery_id = $2 AND image_id = $3
@@ -23,7 +23,7 @@ type DeliveryImageGetParams struct {
 
 // Serves image upload replays. delivery_images_pkey.
 func (q *Queries) DeliveryImageGet(ctx context.Context, arg DeliveryImageGetParams) (DeliveryImage, error) {
-	row := q.db.QueryRow(ctx, deliveryImageGet, arg.RestaurantID, arg.DeliveryID, arg.ImageID)
+	row := q.db.QueryRow(ctx, DeliveryImageGet, arg.RestaurantID, arg.DeliveryID, arg.ImageID)
 	var i DeliveryImage
 	err := row.Scan(
 		&i.RestaurantID,
@@ -37,7 +37,7 @@ func (q *Queries) DeliveryImageGet(ctx context.Context, arg DeliveryImageGetPara
 	return i, err
 }
 
-const deliveryImageInsert = `-- name: DeliveryImageInsert :one
+const DeliveryImageInsert = `-- name: DeliveryImageInsert :one
 INSERT INTO delivery_images (restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at)
 VALUES ($1, $2, $3, $4, $5,
         $6, $7)
@@ -59,7 +59,7 @@ type DeliveryImageInsertParams struct {
 // image id exists already (replay or conflict, decided by the caller);
 // a missing delivery fails the foreign key. delivery_images_pkey.
 func (q *Queries) DeliveryImageInsert(ctx context.Context, arg DeliveryImageInsertParams) (DeliveryImage, error) {
-	row := q.db.QueryRow(ctx, deliveryImageInsert,
+	row := q.db.QueryRow(ctx, DeliveryImageInsert,
 		arg.RestaurantID,
 		arg.DeliveryID,
 		arg.ImageID,
@@ -81,7 +81,7 @@ func (q *Queries) DeliveryImageInsert(ctx context.Context, arg DeliveryImageInse
 	return i, err
 }
 
-const deliveryImageList = `-- name: DeliveryImageList :many
+const DeliveryImageList = `-- name: DeliveryImageList :many
 SELECT d.id AS delivery_id, i.image_id, i.sha256, i.content_type, i.byte_length, i.uploaded_at
 FROM deliveries d
 LEFT JOIN delivery_images i ON i.restaurant_id = d.restaurant_id AND i.delivery_id = d.id
@@ -108,7 +108,7 @@ type DeliveryImageListRow struct {
 // delivery; one row with null image fields: no images).
 // deliveries_pkey, then a range of delivery_images_pkey.
 func (q *Queries) DeliveryImageList(ctx context.Context, arg DeliveryImageListParams) ([]DeliveryImageListRow, error) {
-	rows, err := q.db.Query(ctx, deliveryImageList, arg.RestaurantID, arg.DeliveryID)
+	rows, err := q.db.Query(ctx, DeliveryImageList, arg.RestaurantID, arg.DeliveryID)
 	if err != nil {
 		return nil, err
 	}

@@ -9,19 +9,19 @@ import (
 	"context"
 )
 
-const jobLockRelease = `-- name: JobLockRelease :one
+const JobLockRelease = `-- name: JobLockRelease :one
 SELECT pg_advisory_unlock($1::bigint)
 `
 
 // Releases the job's lock taken by JobLockTry on this session.
 func (q *Queries) JobLockRelease(ctx context.Context, lockKey int64) (bool, error) {
-	row := q.db.QueryRow(ctx, jobLockRelease, lockKey)
+	row := q.db.QueryRow(ctx, JobLockRelease, lockKey)
 	var pg_advisory_unlock bool
 	err := row.Scan(&pg_advisory_unlock)
 	return pg_advisory_unlock, err
 }
 
-const jobLockTry = `-- name: JobLockTry :one
+const JobLockTry = `-- name: JobLockTry :one
 
 SELECT pg_try_advisory_lock($1::bigint)
 `
@@ -31,7 +31,7 @@ SELECT pg_try_advisory_lock($1::bigint)
 // connection ends, whatever happens to the process.
 // Takes the job's lock if free; false when another session holds it.
 func (q *Queries) JobLockTry(ctx context.Context, lockKey int64) (bool, error) {
-	row := q.db.QueryRow(ctx, jobLockTry, lockKey)
+	row := q.db.QueryRow(ctx, JobLockTry, lockKey)
 	var pg_try_advisory_lock bool
 	err := row.Scan(&pg_try_advisory_lock)
 	return pg_try_advisory_lock, err

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const grantAddMany = `-- name: GrantAddMany :exec
+const GrantAddMany = `-- name: GrantAddMany :exec
 INSERT INTO key_grants (key_id, restaurant_id, scope)
 SELECT $1, unnest($2::text[]), unnest($3::text[])
 ON CONFLICT DO NOTHING
@@ -27,11 +27,11 @@ type GrantAddManyParams struct {
 // key_grants_pkey (the conflict arbiter). The two arrays have the same
 // length, so the two unnest() run in step: element i of each is one row.
 func (q *Queries) GrantAddMany(ctx context.Context, arg GrantAddManyParams) error {
-	_, err := q.db.Exec(ctx, grantAddMany, arg.KeyID, arg.RestaurantIds, arg.Scopes)
+	_, err := q.db.Exec(ctx, GrantAddMany, arg.KeyID, arg.RestaurantIds, arg.Scopes)
 	return err
 }
 
-const grantRemoveRestaurant = `-- name: GrantRemoveRestaurant :execrows
+const GrantRemoveRestaurant = `-- name: GrantRemoveRestaurant :execrows
 DELETE FROM key_grants
 WHERE key_id = $1
   AND restaurant_id = $2
@@ -45,14 +45,14 @@ type GrantRemoveRestaurantParams struct {
 // Serves `keys ungrant KEY RESTAURANT`: every scope of that restaurant.
 // key_grants_pkey (prefix key_id, restaurant_id).
 func (q *Queries) GrantRemoveRestaurant(ctx context.Context, arg GrantRemoveRestaurantParams) (int64, error) {
-	result, err := q.db.Exec(ctx, grantRemoveRestaurant, arg.KeyID, arg.RestaurantID)
+	result, err := q.db.Exec(ctx, GrantRemoveRestaurant, arg.KeyID, arg.RestaurantID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const grantRemoveScopes = `-- name: GrantRemoveScopes :execrows
+const GrantRemoveScopes = `-- name: GrantRemoveScopes :execrows
 DELETE FROM key_grants
 WHERE key_id = $1
   AND restaurant_id = $2
@@ -67,7 +67,7 @@ type GrantRemoveScopesParams struct {
 
 // Serves `keys ungrant KEY RESTAURANT=SCOPE,...`. key_grants_pkey.
 func (q *Queries) GrantRemoveScopes(ctx context.Context, arg GrantRemoveScopesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, grantRemoveScopes, arg.KeyID, arg.RestaurantID, arg.Scopes)
+	result, err := q.db.Exec(ctx, GrantRemoveScopes, arg.KeyID, arg.RestaurantID, arg.Scopes)
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const keyAuthLookup = `-- name: KeyAuthLookup :many
+const KeyAuthLookup = `-- name: KeyAuthLookup :many
 SELECT k.id, k.public_id, k.secret_sha256, k.expires_at, k.revoked_at,
        COALESCE(g.restaurant_id, '')::text AS restaurant_id, COALESCE(g.scopes, '')::text AS scopes
 FROM api_keys k
@@ -43,7 +43,7 @@ type KeyAuthLookupRow struct {
 // restaurants holding the same scopes). A key without grants is one row
 // with an empty restaurant id.
 func (q *Queries) KeyAuthLookup(ctx context.Context, publicID string) ([]KeyAuthLookupRow, error) {
-	rows, err := q.db.Query(ctx, keyAuthLookup, publicID)
+	rows, err := q.db.Query(ctx, KeyAuthLookup, publicID)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (q *Queries) KeyAuthLookup(ctx context.Context, publicID string) ([]KeyAuth
 	return items, nil
 }
 
-const keyByPublicID = `-- name: KeyByPublicID :one
+const KeyByPublicID = `-- name: KeyByPublicID :one
 SELECT id, public_id, label, created_at, expires_at, revoked_at
 FROM api_keys
 WHERE public_id = $1
@@ -87,7 +87,7 @@ type KeyByPublicIDRow struct {
 
 // Serves the admin commands that address a key. api_keys_public_id_key.
 func (q *Queries) KeyByPublicID(ctx context.Context, publicID string) (KeyByPublicIDRow, error) {
-	row := q.db.QueryRow(ctx, keyByPublicID, publicID)
+	row := q.db.QueryRow(ctx, KeyByPublicID, publicID)
 	var i KeyByPublicIDRow
 	err := row.Scan(
 		&i.ID,
@@ -100,7 +100,7 @@ func (q *Queries) KeyByPublicID(ctx context.Context, publicID string) (KeyByPubl
 	return i, err
 }
 
-const keyInsert = `-- name: KeyInsert :one
+const KeyInsert = `-- name: KeyInsert :one
 INSERT INTO api_keys (public_id, secret_sha256, label, expires_at)
 VALUES ($1, $2, $3, $4)
 RETURNING id, public_id, label, created_at, expires_at, revoked_at
@@ -124,7 +124,7 @@ type KeyInsertRow struct {
 
 // Serves `foodsafe keys create`.
 func (q *Queries) KeyInsert(ctx context.Context, arg KeyInsertParams) (KeyInsertRow, error) {
-	row := q.db.QueryRow(ctx, keyInsert,
+	row := q.db.QueryRow(ctx, KeyInsert,
 		arg.PublicID,
 		arg.SecretSha256,
 		arg.Label,
@@ -142,7 +142,7 @@ func (q *Queries) KeyInsert(ctx context.Context, arg KeyInsertParams) (KeyInsert
 	return i, err
 }
 
-const keyList = `-- name: KeyList :many
+const KeyList = `-- name: KeyList :many
 SELECT k.id, k.public_id, k.label, k.created_at, k.expires_at, k.revoked_at,
        COALESCE(array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope)
                 FILTER (WHERE g.key_id IS NOT NULL), '{}')::text[] AS grant_restaurants,
@@ -168,7 +168,7 @@ type KeyListRow struct {
 // Serves `foodsafe keys list`; an admin listing of a small table, ordered
 // for humans (oldest first). Sequential scan by design.
 func (q *Queries) KeyList(ctx context.Context) ([]KeyListRow, error) {
-	rows, err := q.db.Query(ctx, keyList)
+	rows, err := q.db.Query(ctx, KeyList)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (q *Queries) KeyList(ctx context.Context) ([]KeyListRow, error) {
 	return items, nil
 }
 
-const keyRevoke = `-- name: KeyRevoke :one
+const KeyRevoke = `-- name: KeyRevoke :one
 UPDATE api_keys
 SET revoked_at = COALESCE(revoked_at, $1::timestamptz)
 WHERE public_id = $2
@@ -213,7 +213,7 @@ type KeyRevokeParams struct {
 // stable function inside COALESCE or CASE cannot be planned by Citus
 // (TestQueriesCallNoClockInConditionals).
 func (q *Queries) KeyRevoke(ctx context.Context, arg KeyRevokeParams) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, keyRevoke, arg.RevokedAt, arg.PublicID)
+	row := q.db.QueryRow(ctx, KeyRevoke, arg.RevokedAt, arg.PublicID)
 	var revoked_at *time.Time
 	err := row.Scan(&revoked_at)
 	return revoked_at, err

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const sessionAuthLookup = `-- name: SessionAuthLookup :one
+const SessionAuthLookup = `-- name: SessionAuthLookup :one
 SELECT s.id, s.public_id, s.token_sha256, s.expires_at,
        k.id AS key_id, k.public_id AS key_public_id, k.expires_at AS key_expires_at, k.revoked_at AS key_revoked_at,
        COALESCE((SELECT array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope) FROM key_grants g WHERE g.key_id = k.id),
@@ -45,7 +45,7 @@ type SessionAuthLookupRow struct {
 // and both grant sets in one round trip. mobile_sessions_public_id_key,
 // api_keys_pkey, key_grants_pkey and session_grants_pkey (prefix scans).
 func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) (SessionAuthLookupRow, error) {
-	row := q.db.QueryRow(ctx, sessionAuthLookup, publicID)
+	row := q.db.QueryRow(ctx, SessionAuthLookup, publicID)
 	var i SessionAuthLookupRow
 	err := row.Scan(
 		&i.ID,
@@ -64,7 +64,7 @@ func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) (Sessi
 	return i, err
 }
 
-const sessionDeleteCarrying = `-- name: SessionDeleteCarrying :execrows
+const SessionDeleteCarrying = `-- name: SessionDeleteCarrying :execrows
 DELETE FROM mobile_sessions s
 WHERE s.key_id = $1
   AND EXISTS (SELECT 1 FROM session_grants g
@@ -84,14 +84,14 @@ type SessionDeleteCarryingParams struct {
 // bring the token back. mobile_sessions_key_idx (prefix key_id), then
 // session_grants_pkey (prefix session_id, restaurant_id).
 func (q *Queries) SessionDeleteCarrying(ctx context.Context, arg SessionDeleteCarryingParams) (int64, error) {
-	result, err := q.db.Exec(ctx, sessionDeleteCarrying, arg.KeyID, arg.RestaurantID, arg.Scopes)
+	result, err := q.db.Exec(ctx, SessionDeleteCarrying, arg.KeyID, arg.RestaurantID, arg.Scopes)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const sessionDeleteExpired = `-- name: SessionDeleteExpired :exec
+const SessionDeleteExpired = `-- name: SessionDeleteExpired :exec
 DELETE FROM mobile_sessions
 WHERE key_id = $1 AND expires_at < now()
 `
@@ -99,11 +99,11 @@ WHERE key_id = $1 AND expires_at < now()
 // Housekeeping when a key opens a session: drops its expired ones.
 // mobile_sessions_key_idx.
 func (q *Queries) SessionDeleteExpired(ctx context.Context, keyID int64) error {
-	_, err := q.db.Exec(ctx, sessionDeleteExpired, keyID)
+	_, err := q.db.Exec(ctx, SessionDeleteExpired, keyID)
 	return err
 }
 
-const sessionGrantAdd = `-- name: SessionGrantAdd :exec
+const SessionGrantAdd = `-- name: SessionGrantAdd :exec
 INSERT INTO session_grants (session_id, restaurant_id, scope)
 SELECT $1, $2, unnest($3::text[])
 `
@@ -116,11 +116,11 @@ type SessionGrantAddParams struct {
 
 // Serves POST /v1/mobile/sessions. session_grants_pkey.
 func (q *Queries) SessionGrantAdd(ctx context.Context, arg SessionGrantAddParams) error {
-	_, err := q.db.Exec(ctx, sessionGrantAdd, arg.SessionID, arg.RestaurantID, arg.Scopes)
+	_, err := q.db.Exec(ctx, SessionGrantAdd, arg.SessionID, arg.RestaurantID, arg.Scopes)
 	return err
 }
 
-const sessionInsert = `-- name: SessionInsert :one
+const SessionInsert = `-- name: SessionInsert :one
 INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
 VALUES ($1, $2, $3, $4)
 RETURNING id
@@ -135,7 +135,7 @@ type SessionInsertParams struct {
 
 // Serves POST /v1/mobile/sessions.
 func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (int64, error) {
-	row := q.db.QueryRow(ctx, sessionInsert,
+	row := q.db.QueryRow(ctx, SessionInsert,
 		arg.PublicID,
 		arg.TokenSha256,
 		arg.KeyID,

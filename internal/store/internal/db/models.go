@@ -107,7 +107,7 @@ type Blob struct {
 	LastPutAt int64
 }
 
-// Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else. The row with collection 'deliveries' numbers the restaurant's deliveries in receive order.
+// Per-stream sequence counters, row-locked by ingest; the lock serialises writers of one (restaurant, collection) and nothing else. The row with collection 'deliveries' numbers the restaurant's deliveries in receive order. Updated by every write, as heap-only tuples (no indexed column changes but once per 1,024 transactions; fillfactor 70 leaves room on the page).
 type CollectionStream struct {
 	RestaurantID string
 	Collection   string
@@ -116,6 +116,8 @@ type CollectionStream struct {
 	LastReceivedAt int64
 	// Transaction id (pg_current_xact_id, xid8 as bigint) of the last write to the stream; 0 for streams last written before migration 00015. GET /v1/changes reports the streams last written by a transaction the previous listing's snapshot could not see.
 	ChangedXact int64
+	// changed_xact / 1024, kept by PostgreSQL: what the listing indexes key instead of changed_xact, so that an update keeps its index entries (HOT) unless 1,024 transactions passed since the stream's last write.
+	ChangedEpoch *int64
 }
 
 // Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.
@@ -178,7 +180,7 @@ type MobileSession struct {
 	ExpiresAt   time.Time
 }
 
-// Current state per record (received-shadow snapshot): upserted by ingest, only ever to a higher sequence. Walked by records_walk_idx.
+// Current state per record (received-shadow snapshot): upserted by ingest, only ever to a higher sequence. Walked by records_walk_idx. vacuum_index_cleanup = on: every update leaves a dead walk index entry, which every vacuum removes.
 type Record struct {
 	RestaurantID string
 	Collection   string

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const recordChangeByMutation = `-- name: RecordChangeByMutation :one
+const RecordChangeByMutation = `-- name: RecordChangeByMutation :one
 SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
        received_at, source_version, payload_version, request_sha256, superseded_by, superseded_at,
        compacted_at
@@ -25,7 +25,7 @@ type RecordChangeByMutationParams struct {
 // Serves idempotent replays: the change a mutation id produced, if any
 // (compacted or not). record_changes_pkey.
 func (q *Queries) RecordChangeByMutation(ctx context.Context, arg RecordChangeByMutationParams) (RecordChange, error) {
-	row := q.db.QueryRow(ctx, recordChangeByMutation, arg.RestaurantID, arg.MutationID)
+	row := q.db.QueryRow(ctx, RecordChangeByMutation, arg.RestaurantID, arg.MutationID)
 	var i RecordChange
 	err := row.Scan(
 		&i.RestaurantID,
@@ -47,7 +47,7 @@ func (q *Queries) RecordChangeByMutation(ctx context.Context, arg RecordChangeBy
 	return i, err
 }
 
-const recordChangesCompact = `-- name: RecordChangesCompact :execrows
+const RecordChangesCompact = `-- name: RecordChangesCompact :execrows
 UPDATE record_changes c
 SET data = NULL, compacted_at = $1::bigint
 WHERE c.restaurant_id = $2
@@ -74,7 +74,7 @@ type RecordChangesCompactParams struct {
 // record_changes_compactable_idx (a range of superseded_at, in order),
 // record_changes_pkey.
 func (q *Queries) RecordChangesCompact(ctx context.Context, arg RecordChangesCompactParams) (int64, error) {
-	result, err := q.db.Exec(ctx, recordChangesCompact,
+	result, err := q.db.Exec(ctx, RecordChangesCompact,
 		arg.Now,
 		arg.RestaurantID,
 		arg.Horizon,
@@ -86,7 +86,7 @@ func (q *Queries) RecordChangesCompact(ctx context.Context, arg RecordChangesCom
 	return result.RowsAffected(), nil
 }
 
-const recordChangesCompactable = `-- name: RecordChangesCompactable :one
+const RecordChangesCompactable = `-- name: RecordChangesCompactable :one
 SELECT (SELECT count(*)
         FROM record_changes u
         WHERE u.restaurant_id = $1
@@ -112,13 +112,13 @@ type RecordChangesCompactableRow struct {
 // compact for one restaurant. record_changes_unstamped_idx,
 // record_changes_compactable_idx.
 func (q *Queries) RecordChangesCompactable(ctx context.Context, arg RecordChangesCompactableParams) (RecordChangesCompactableRow, error) {
-	row := q.db.QueryRow(ctx, recordChangesCompactable, arg.RestaurantID, arg.Horizon)
+	row := q.db.QueryRow(ctx, RecordChangesCompactable, arg.RestaurantID, arg.Horizon)
 	var i RecordChangesCompactableRow
 	err := row.Scan(&i.Unstamped, &i.Compactable)
 	return i, err
 }
 
-const recordChangesStampSuperseded = `-- name: RecordChangesStampSuperseded :execrows
+const RecordChangesStampSuperseded = `-- name: RecordChangesStampSuperseded :execrows
 
 UPDATE record_changes c
 SET superseded_at = $1::bigint
@@ -148,7 +148,7 @@ type RecordChangesStampSupersededParams struct {
 // truth, so they are compacted late, never early.
 // record_changes_unstamped_idx, record_changes_pkey.
 func (q *Queries) RecordChangesStampSuperseded(ctx context.Context, arg RecordChangesStampSupersededParams) (int64, error) {
-	result, err := q.db.Exec(ctx, recordChangesStampSuperseded, arg.Now, arg.RestaurantID, arg.MaxRows)
+	result, err := q.db.Exec(ctx, RecordChangesStampSuperseded, arg.Now, arg.RestaurantID, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}

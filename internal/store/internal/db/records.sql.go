@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const recordApplyChange = `-- name: RecordApplyChange :one
+const RecordApplyChange = `-- name: RecordApplyChange :one
 WITH change AS (
     INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                                 captured_at, received_at, source_version, payload_version, request_sha256)
@@ -100,7 +100,7 @@ type RecordApplyChangeRow struct {
 // and the upsert; records_walk_idx cannot serve these clauses, see
 // RecordGet).
 func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
-	row := q.db.QueryRow(ctx, recordApplyChange,
+	row := q.db.QueryRow(ctx, RecordApplyChange,
 		arg.RecordID,
 		arg.MutationID,
 		arg.Deleted,
@@ -129,7 +129,7 @@ func (q *Queries) RecordApplyChange(ctx context.Context, arg RecordApplyChangePa
 	return i, err
 }
 
-const recordChangeAppend = `-- name: RecordChangeAppend :one
+const RecordChangeAppend = `-- name: RecordChangeAppend :one
 
 INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
                             captured_at, received_at, source_version, payload_version, request_sha256)
@@ -187,7 +187,7 @@ type RecordChangeAppendRow struct {
 // (a racing identical request committed first); the caller then rolls back
 // and answers as a replay or a conflict. record_changes_pkey (ON CONFLICT).
 func (q *Queries) RecordChangeAppend(ctx context.Context, arg RecordChangeAppendParams) (RecordChangeAppendRow, error) {
-	row := q.db.QueryRow(ctx, recordChangeAppend,
+	row := q.db.QueryRow(ctx, RecordChangeAppend,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.Sequence,
@@ -218,7 +218,7 @@ func (q *Queries) RecordChangeAppend(ctx context.Context, arg RecordChangeAppend
 	return i, err
 }
 
-const recordGet = `-- name: RecordGet :one
+const RecordGet = `-- name: RecordGet :one
 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at,
        received_at, source_version, payload_version
 FROM records
@@ -236,7 +236,7 @@ type RecordGetParams struct {
 // (records_walk_idx compares restaurant_id under "C", which it does not
 // name), so the plan holds on a never-analyzed table.
 func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, error) {
-	row := q.db.QueryRow(ctx, recordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
+	row := q.db.QueryRow(ctx, RecordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
 	var i Record
 	err := row.Scan(
 		&i.RestaurantID,
@@ -254,7 +254,7 @@ func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, e
 	return i, err
 }
 
-const recordSupersedePrevious = `-- name: RecordSupersedePrevious :exec
+const RecordSupersedePrevious = `-- name: RecordSupersedePrevious :exec
 UPDATE record_changes h
 SET superseded_by = $1::bigint, superseded_at = $2::bigint
 FROM records r
@@ -282,7 +282,7 @@ type RecordSupersedePreviousParams struct {
 // serve this clause, see RecordGet), record_changes_pkey (that row's
 // version by mutation id, and the appended change).
 func (q *Queries) RecordSupersedePrevious(ctx context.Context, arg RecordSupersedePreviousParams) error {
-	_, err := q.db.Exec(ctx, recordSupersedePrevious,
+	_, err := q.db.Exec(ctx, RecordSupersedePrevious,
 		arg.Sequence,
 		arg.ReceivedAt,
 		arg.RestaurantID,
@@ -293,7 +293,7 @@ func (q *Queries) RecordSupersedePrevious(ctx context.Context, arg RecordSuperse
 	return err
 }
 
-const recordUpsertCurrent = `-- name: RecordUpsertCurrent :exec
+const RecordUpsertCurrent = `-- name: RecordUpsertCurrent :exec
 INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
                      captured_at, received_at, source_version, payload_version)
 SELECT c.restaurant_id, c.collection, c.record_id, c.sequence, c.mutation_id, c.deleted, c.data,
@@ -325,7 +325,7 @@ type RecordUpsertCurrentParams struct {
 // record_changes so the data crosses the wire once. record_changes_pkey,
 // records_pkey (the upsert).
 func (q *Queries) RecordUpsertCurrent(ctx context.Context, arg RecordUpsertCurrentParams) error {
-	_, err := q.db.Exec(ctx, recordUpsertCurrent,
+	_, err := q.db.Exec(ctx, RecordUpsertCurrent,
 		arg.RestaurantID,
 		arg.MutationID,
 		arg.Collection,
@@ -334,7 +334,7 @@ func (q *Queries) RecordUpsertCurrent(ctx context.Context, arg RecordUpsertCurre
 	return err
 }
 
-const recordWalkFirstPage = `-- name: RecordWalkFirstPage :many
+const RecordWalkFirstPage = `-- name: RecordWalkFirstPage :many
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
@@ -394,7 +394,7 @@ type RecordWalkFirstPageRow struct {
 // RecordWalkPage, and the same `restaurant_id = $1 COLLATE "C"` keeps the
 // scan on records_walk_idx.
 func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPageParams) ([]RecordWalkFirstPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkFirstPage,
+	rows, err := q.db.Query(ctx, RecordWalkFirstPage,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.AfterSequence,
@@ -429,7 +429,7 @@ func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPa
 	return items, nil
 }
 
-const recordWalkPage = `-- name: RecordWalkPage :many
+const RecordWalkPage = `-- name: RecordWalkPage :many
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
@@ -448,15 +448,24 @@ WITH head AS (
  ORDER BY r.sequence
  LIMIT $5)
 UNION ALL
-(SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
-        h.captured_at, h.received_at, h.source_version, h.payload_version
- FROM record_changes h
- WHERE h.restaurant_id = $1 AND h.collection = $2
-   AND h.superseded_by > (SELECT p FROM pin)
-   AND h.superseded_by <= (SELECT h FROM pin)
-   AND h.compacted_at IS NULL
-   AND h.sequence > $4
-   AND h.sequence <= (SELECT p FROM pin))
+(SELECT (SELECT p FROM pin)::bigint AS pinned, v.record_id, v.sequence, v.mutation_id, v.deleted, v.data,
+        v.captured_at, v.received_at, v.source_version, v.payload_version
+ FROM records c
+ CROSS JOIN LATERAL (
+     SELECT h.record_id, h.sequence, h.mutation_id, h.deleted, h.data, h.captured_at, h.received_at,
+            h.source_version, h.payload_version, h.superseded_by
+     FROM record_changes h
+     WHERE h.restaurant_id = $1 COLLATE "C" AND h.collection = $2
+       AND h.record_id = c.record_id
+       AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
+       AND h.sequence > $4
+       AND h.sequence <= (SELECT p FROM pin)
+     ORDER BY h.sequence DESC
+     LIMIT 1) v
+ WHERE c.restaurant_id = $1 COLLATE "C" AND c.collection = $2
+   AND c.sequence > (SELECT p FROM pin)
+   AND c.sequence <= (SELECT h FROM pin)
+   AND v.superseded_by > (SELECT p FROM pin))
 UNION ALL
 (SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM pin
@@ -493,10 +502,16 @@ type RecordWalkPageRow struct {
 // after that position, each once. A page is the union of
 //  1. current versions with sequence in (after, P]: one range scan of
 //     records_walk_idx, stopped by LIMIT;
-//  2. versions in (after, P] that were superseded after P (records changed
-//     or deleted since the walk began, returned as they stood at P):
-//     record_changes_superseded_idx, a range bounded by the writes made
-//     since P, not by the stream's size or history.
+//  2. for each record changed since P (a current version in (P, H]: the
+//     same range scan of records_walk_idx, which holds one entry per
+//     record, however often it changed), its version as of P: one
+//     backward probe of record_changes_at_pin_idx (record_id, sequence),
+//     the newest superseded version at or below P, kept when it lies in
+//     (after, P] and was superseded after P (records changed or deleted
+//     since the walk began, returned as they stood at P). A page so reads
+//     one index entry and one probe per record changed since P, never the
+//     superseded versions written since (20,000 updates of 100 records
+//     are 100 probes, not 20,000 rows filtered).
 //  3. only when (after, P] is empty: one marker row with an empty
 //     record_id (never a record's id) carrying P, so that an empty page
 //     still says where it is pinned. It answers a changes walk with
@@ -523,12 +538,18 @@ type RecordWalkPageRow struct {
 // compares restaurant_id under "C" (migration 00006), so it is the only
 // index matching these clauses, and lookups by record id, which do not name
 // the collation, can never take it, with or without statistics.
-// Branch 2 states superseded_by <= H although it always holds: P and H are
+// Branch 2 states sequence <= H although it always holds: P and H are
 // unknown when the statement is planned, and a two-sided range on unknown
-// bounds is estimated narrow, where `superseded_by > P` alone is estimated
-// at a third of the table and planned as a sequential scan.
+// bounds is estimated narrow, where `sequence > P` alone is estimated at a
+// third of the table. Its probe names restaurant_id COLLATE "C" too:
+// record_changes_at_pin_idx compares it under "C", so it is the only index
+// of record_changes the probe can take, statistics or not. The probe's
+// `compacted_at IS NULL` is the index's predicate; the version it finds is
+// then checked to be superseded after P, so a compacted version as of P
+// yields nothing rather than an older one (cursors expire before
+// compaction reaches them anyway).
 func (q *Queries) RecordWalkPage(ctx context.Context, arg RecordWalkPageParams) ([]RecordWalkPageRow, error) {
-	rows, err := q.db.Query(ctx, recordWalkPage,
+	rows, err := q.db.Query(ctx, RecordWalkPage,
 		arg.RestaurantID,
 		arg.Collection,
 		arg.Pinned,

@@ -10,20 +10,20 @@ import (
 	"time"
 )
 
-const restaurantGet = `-- name: RestaurantGet :one
+const RestaurantGet = `-- name: RestaurantGet :one
 SELECT id, name, enabled_at FROM restaurants WHERE id = $1
 `
 
 // Serves ingest (is a record captured before enablement?) and the admin
 // commands. restaurants_pkey.
 func (q *Queries) RestaurantGet(ctx context.Context, id string) (Restaurant, error) {
-	row := q.db.QueryRow(ctx, restaurantGet, id)
+	row := q.db.QueryRow(ctx, RestaurantGet, id)
 	var i Restaurant
 	err := row.Scan(&i.ID, &i.Name, &i.EnabledAt)
 	return i, err
 }
 
-const restaurantIDsAfter = `-- name: RestaurantIDsAfter :many
+const RestaurantIDsAfter = `-- name: RestaurantIDsAfter :many
 SELECT id FROM restaurants WHERE id > $1 ORDER BY id LIMIT $2
 `
 
@@ -35,7 +35,7 @@ type RestaurantIDsAfterParams struct {
 // Serves the maintenance jobs that work restaurant by restaurant: the next
 // max_rows ids after `after`, in id order. restaurants_pkey.
 func (q *Queries) RestaurantIDsAfter(ctx context.Context, arg RestaurantIDsAfterParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, restaurantIDsAfter, arg.After, arg.MaxRows)
+	rows, err := q.db.Query(ctx, RestaurantIDsAfter, arg.After, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -54,14 +54,14 @@ func (q *Queries) RestaurantIDsAfter(ctx context.Context, arg RestaurantIDsAfter
 	return items, nil
 }
 
-const restaurantList = `-- name: RestaurantList :many
+const RestaurantList = `-- name: RestaurantList :many
 SELECT id, name, enabled_at FROM restaurants ORDER BY id
 `
 
 // Serves `foodsafe restaurants list`: an admin listing of a small table,
 // by id. Sequential scan by design.
 func (q *Queries) RestaurantList(ctx context.Context) ([]Restaurant, error) {
-	rows, err := q.db.Query(ctx, restaurantList)
+	rows, err := q.db.Query(ctx, RestaurantList)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (q *Queries) RestaurantList(ctx context.Context) ([]Restaurant, error) {
 	return items, nil
 }
 
-const restaurantUpsert = `-- name: RestaurantUpsert :one
+const RestaurantUpsert = `-- name: RestaurantUpsert :one
 INSERT INTO restaurants (id, name, enabled_at)
 VALUES ($1, $2, $3)
 ON CONFLICT (id) DO UPDATE
@@ -101,7 +101,7 @@ type RestaurantUpsertParams struct {
 // caller passes the time, so no volatile function runs inside COALESCE).
 // restaurants_pkey.
 func (q *Queries) RestaurantUpsert(ctx context.Context, arg RestaurantUpsertParams) (Restaurant, error) {
-	row := q.db.QueryRow(ctx, restaurantUpsert,
+	row := q.db.QueryRow(ctx, RestaurantUpsert,
 		arg.ID,
 		arg.Name,
 		arg.EnabledAt,
@@ -112,13 +112,13 @@ func (q *Queries) RestaurantUpsert(ctx context.Context, arg RestaurantUpsertPara
 	return i, err
 }
 
-const restaurantsExisting = `-- name: RestaurantsExisting :many
+const RestaurantsExisting = `-- name: RestaurantsExisting :many
 SELECT id FROM restaurants WHERE id = ANY ($1::text[])
 `
 
 // Serves grant validation: which of these ids are enabled. restaurants_pkey.
 func (q *Queries) RestaurantsExisting(ctx context.Context, ids []string) ([]string, error) {
-	rows, err := q.db.Query(ctx, restaurantsExisting, ids)
+	rows, err := q.db.Query(ctx, RestaurantsExisting, ids)
 	if err != nil {
 		return nil, err
 	}

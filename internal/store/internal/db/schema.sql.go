@@ -9,20 +9,20 @@ import (
 	"context"
 )
 
-const citusInstalled = `-- name: CitusInstalled :one
+const CitusInstalled = `-- name: CitusInstalled :one
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus') AS installed
 `
 
 // Serves the store's choice of ingest statements, once per process.
 // pg_extension is tiny; a catalogue lookup.
 func (q *Queries) CitusInstalled(ctx context.Context) (bool, error) {
-	row := q.db.QueryRow(ctx, citusInstalled)
+	row := q.db.QueryRow(ctx, CitusInstalled)
 	var installed bool
 	err := row.Scan(&installed)
 	return installed, err
 }
 
-const schemaVersion = `-- name: SchemaVersion :one
+const SchemaVersion = `-- name: SchemaVersion :one
 SELECT COALESCE(max(version_id), 0)::bigint AS version
 FROM goose_db_version
 WHERE is_applied
@@ -31,7 +31,7 @@ WHERE is_applied
 // Serves /health/version. goose_db_version is tiny (one row per migration),
 // so a sequential scan is the right plan; no index needed.
 func (q *Queries) SchemaVersion(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, schemaVersion)
+	row := q.db.QueryRow(ctx, SchemaVersion)
 	var version int64
 	err := row.Scan(&version)
 	return version, err

@@ -1,4 +1,4 @@
-package refdocs
+package clidoc
 
 import (
 	"context"

@@ -1,23 +1,25 @@
-// This file is written by hand (sqlc generates the others), for the reason
-// walk.go gives: a page of the delivery list is read on every request.
+// Written by hand for the reason walk.go gives: a page of the delivery
+// list is read on every request.
 
-package db
+package pgrows
 
 import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // DeliveryListFirstInto runs DeliveryListFirst and appends its rows to
 // items, returning the grown slice (on an error too, so the caller can
 // reuse it). The generated DeliveryListFirst moves every row it scans to
-// the heap and grows its slice from nothing: for a page of 50, about
-// 45 KB of garbage per request under make bench-http, two thirds of all a
-// request allocated. TestDeliveryListIntoAgrees holds this scan to the
+// the heap and grows its slice from nothing, most of what a request
+// allocated under make bench-http (docs/performance.md, "make
+// bench-http", has the measured figures). TestDeliveryListIntoAgrees holds this scan to the
 // generated one.
-func (q *Queries) DeliveryListFirstInto(ctx context.Context, arg DeliveryListFirstParams, items []Delivery) ([]Delivery, error) {
-	rows, err := q.db.Query(ctx, deliveryListFirst,
+func DeliveryListFirstInto(ctx context.Context, conn db.DBTX, arg db.DeliveryListFirstParams, items []db.Delivery) ([]db.Delivery, error) {
+	rows, err := conn.Query(ctx, db.DeliveryListFirst,
 		arg.RestaurantID,
 		arg.FromMs,
 		arg.ToMs,
@@ -31,8 +33,8 @@ func (q *Queries) DeliveryListFirstInto(ctx context.Context, arg DeliveryListFir
 
 // DeliveryListAfterInto is DeliveryListAfter as DeliveryListFirstInto is
 // DeliveryListFirst.
-func (q *Queries) DeliveryListAfterInto(ctx context.Context, arg DeliveryListAfterParams, items []Delivery) ([]Delivery, error) {
-	rows, err := q.db.Query(ctx, deliveryListAfter,
+func DeliveryListAfterInto(ctx context.Context, conn db.DBTX, arg db.DeliveryListAfterParams, items []db.Delivery) ([]db.Delivery, error) {
+	rows, err := conn.Query(ctx, db.DeliveryListAfter,
 		arg.RestaurantID,
 		arg.FromMs,
 		arg.AfterOccurredAt,
@@ -47,11 +49,11 @@ func (q *Queries) DeliveryListAfterInto(ctx context.Context, arg DeliveryListAft
 
 // scanDeliveries scans each row in place at the end of items, with one set
 // of scan destinations for every row.
-func scanDeliveries(rows pgx.Rows, items []Delivery) ([]Delivery, error) {
+func scanDeliveries(rows pgx.Rows, items []db.Delivery) ([]db.Delivery, error) {
 	defer rows.Close()
 	dest := make([]any, 14)
 	for rows.Next() {
-		items = append(items, Delivery{})
+		items = append(items, db.Delivery{})
 		i := &items[len(items)-1]
 		dest[0], dest[1], dest[2], dest[3], dest[4] = &i.RestaurantID, &i.ID, &i.OccurredAt, &i.IsCompliant, &i.SupplierID
 		dest[5], dest[6], dest[7], dest[8], dest[9] = &i.SupplierName, &i.TemperatureRecords, &i.NonComplianceReasons, &i.CorrectiveActions, &i.Commentary

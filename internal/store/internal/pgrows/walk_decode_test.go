@@ -1,4 +1,4 @@
-package db
+package pgrows
 
 import (
 	"encoding/binary"
@@ -7,9 +7,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
-// decode reads both wire formats and refuses, naming the column, what a
+// decodeWalkRow reads both wire formats and refuses, naming the column, what a
 // walk statement never sends: a NULL where the row has no room for one,
 // an integer or boolean of the wrong size, text that is not a number, an
 // unknown jsonb version. (TestRecordWalkPageIntoAgrees checks what it
@@ -41,8 +43,8 @@ func TestWalkRowDecode(t *testing.T) {
 		"binary jsonb": {fields(pgtype.BinaryFormatCode, pgtype.JSONBOID), func() [][]byte { r := binaryRow(); r[5] = append([]byte{1}, r[5]...); return r }()},
 		"text jsonb":   {fields(pgtype.TextFormatCode, pgtype.JSONBOID), textRow()},
 	} {
-		var r RecordWalkPageRow
-		if err := r.decode(c.fields, c.raw, &text); err != nil {
+		var r db.RecordWalkPageRow
+		if err := decodeWalkRow(&r, c.fields, c.raw, &text); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if r.Pinned != 9 || r.RecordID != "r" || r.Sequence != 3 || r.MutationID != "m" || !r.Deleted || string(r.Data) != `{"a":1E+2}` ||
@@ -77,8 +79,8 @@ func TestWalkRowDecode(t *testing.T) {
 			raw[5] = append([]byte{1}, raw[5]...)
 		}
 		raw[c.column] = c.value
-		var r RecordWalkPageRow
-		err := r.decode(fields(c.format, c.data), raw, &text)
+		var r db.RecordWalkPageRow
+		err := decodeWalkRow(&r, fields(c.format, c.data), raw, &text)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", name, err, c.want)
 		}

@@ -1,8 +1,7 @@
-// This file is written by hand (sqlc generates the others): a walk page is
-// the service's largest read, and the function sqlc generates for it
-// allocates more than the page it returns.
+// A walk page is the service's largest read, and the function sqlc
+// generates for it allocates more than the page it returns.
 
-package db
+package pgrows
 
 import (
 	"context"
@@ -15,37 +14,40 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // RecordWalkPageInto runs RecordWalkPage and appends its rows to items,
 // returning the grown slice (on an error too, so the caller can reuse it).
 //
 // The generated RecordWalkPage grows a new slice from nothing by append,
-// and each row it scans escapes to the heap before it is copied in: for a
-// page of 100 rows, about 57 KB of garbage per request, over half of all a
-// walk request allocated under make bench-http. Here the caller passes a
+// and each row it scans escapes to the heap before it is copied in, which
+// was most of what a walk request allocated under make bench-http (the
+// measured figures are in docs/performance.md, "make bench-http", not
+// here, where they would go stale). Here the caller passes a
 // slice it keeps between requests and each row is decoded in place, from
 // the bytes PostgreSQL sent (rows.RawValues), into fields whose text (ids,
 // mutation ids, data) is copied into a few blocks of one page arena
 // (pageArena) instead of three allocations per row: pgx's Scan, through
-// its per-column scan plans, and the allocations were a fifth of a walk
-// request's CPU. The statement, its parameters and its row type are sqlc's;
+// its per-column scan plans, and the allocations were a large share of a
+// walk request's CPU. The statement, its parameters and its row type are sqlc's;
 // a result whose columns are not the types this decoder reads (a statement
 // changed without this file) is scanned by pgx instead, and
 // TestRecordWalkPageIntoAgrees holds both paths to the generated scan.
-func (q *Queries) RecordWalkPageInto(ctx context.Context, arg RecordWalkPageParams, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
-	return q.walkRowsInto(ctx, items, recordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows)
+func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
+	return walkRowsInto(ctx, conn, items, db.RecordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows)
 }
 
 // RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
 // RecordWalkPage: its columns are RecordWalkPage's.
-func (q *Queries) RecordWalkFirstPageInto(ctx context.Context, arg RecordWalkFirstPageParams, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
-	return q.walkRowsInto(ctx, items, recordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows)
+func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
+	return walkRowsInto(ctx, conn, items, db.RecordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows)
 }
 
 // walkRowsInto runs a walk statement and appends its rows to items.
-func (q *Queries) walkRowsInto(ctx context.Context, items []RecordWalkPageRow, sql string, args ...any) ([]RecordWalkPageRow, error) {
-	rows, err := q.db.Query(ctx, sql, args...)
+func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, sql string, args ...any) ([]db.RecordWalkPageRow, error) {
+	rows, err := conn.Query(ctx, sql, args...)
 	if err != nil {
 		return items, err
 	}
@@ -54,7 +56,7 @@ func (q *Queries) walkRowsInto(ctx context.Context, items []RecordWalkPageRow, s
 
 // scanWalkRows appends the rows of a walk statement's result to items
 // and closes it.
-func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow, error) {
+func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())
@@ -62,10 +64,10 @@ func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow
 		text   pageArena
 	)
 	for rows.Next() {
-		items = append(items, RecordWalkPageRow{})
+		items = append(items, db.RecordWalkPageRow{})
 		i := &items[len(items)-1]
 		if decode {
-			if err := i.decode(rows.FieldDescriptions(), rows.RawValues(), &text); err != nil {
+			if err := decodeWalkRow(i, rows.FieldDescriptions(), rows.RawValues(), &text); err != nil {
 				return items, err
 			}
 			continue
@@ -83,7 +85,7 @@ func scanWalkRows(rows pgx.Rows, items []RecordWalkPageRow) ([]RecordWalkPageRow
 }
 
 // walkColumns are the types of the walk statements' columns, in order: the
-// ones decode reads. data is json, or jsonb on a table not yet migrated
+// ones decodeWalkRow reads. data is json, or jsonb on a table not yet migrated
 // (00013); both are accepted in either wire format.
 var walkColumns = [10][]uint32{
 	{pgtype.Int8OID},                  // pinned
@@ -99,7 +101,7 @@ var walkColumns = [10][]uint32{
 }
 
 // walkColumnsDecodable reports whether the result's columns are the ones
-// decode reads.
+// decodeWalkRow reads.
 func walkColumnsDecodable(fields []pgconn.FieldDescription) bool {
 	if len(fields) != len(walkColumns) {
 		return false
@@ -119,11 +121,11 @@ func walkColumnsDecodable(fields []pgconn.FieldDescription) bool {
 	return true
 }
 
-// decode sets the row from one result row of a walk statement, whose
+// decodeWalkRow sets r from one result row of a walk statement, whose
 // columns walkColumnsDecodable accepted; text is copied into the arena.
 // A NULL where the row type has no room for one is an error, as pgx's
 // Scan makes it.
-func (r *RecordWalkPageRow) decode(fields []pgconn.FieldDescription, raw [][]byte, text *pageArena) error {
+func decodeWalkRow(r *db.RecordWalkPageRow, fields []pgconn.FieldDescription, raw [][]byte, text *pageArena) error {
 	c := rawColumns{fields: fields, raw: raw}
 	r.Pinned = c.int(0, 8)
 	r.RecordID = text.string(c.notNull(1))

@@ -1,4 +1,4 @@
-package db
+package pgrows
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // The pipelines of pipeline.go pass their arguments and scan their columns
@@ -22,33 +24,33 @@ import (
 // the hand-written list lacks.
 func TestPipelinesAgreeWithSqlc(t *testing.T) {
 	ctx := context.Background()
-	var arg RecordChangeAppendParams
+	var arg db.RecordChangeAppendParams
 	distinct(t, reflect.ValueOf(&arg).Elem(), "param")
 
 	t.Run("RecordApply", func(t *testing.T) {
 		pipelined := &recorder{}
-		got, err := New(pipelined).RecordApply(ctx, arg)
+		got, err := RecordApply(ctx, pipelined, arg)
 		require.NoError(t, err)
 
 		oneByOne := &recorder{}
-		q := New(oneByOne)
+		q := db.New(oneByOne)
 		want, err := q.RecordChangeAppend(ctx, arg)
 		require.NoError(t, err)
-		require.NoError(t, q.RecordSupersedePrevious(ctx, sameFields[RecordSupersedePreviousParams](t, arg)))
-		require.NoError(t, q.RecordUpsertCurrent(ctx, sameFields[RecordUpsertCurrentParams](t, arg)))
+		require.NoError(t, q.RecordSupersedePrevious(ctx, sameFields[db.RecordSupersedePreviousParams](t, arg)))
+		require.NoError(t, q.RecordUpsertCurrent(ctx, sameFields[db.RecordUpsertCurrentParams](t, arg)))
 
 		require.Equal(t, oneByOne.sent, pipelined.sent, "statements and arguments, in order")
 		require.Equal(t, want, got, "the appended change, column by column")
 	})
 
 	t.Run("RecordIngestApply", func(t *testing.T) {
-		stream, apply := sameFields[StreamNextSequenceParams](t, arg), sameFields[RecordApplyChangeParams](t, arg)
+		stream, apply := sameFields[db.StreamNextSequenceParams](t, arg), sameFields[db.RecordApplyChangeParams](t, arg)
 		pipelined := &recorder{}
-		got, err := New(pipelined).RecordIngestApply(ctx, stream, apply)
+		got, err := RecordIngestApply(ctx, pipelined, stream, apply)
 		require.NoError(t, err)
 
 		oneByOne := &recorder{}
-		q := New(oneByOne)
+		q := db.New(oneByOne)
 		_, err = q.StreamNextSequence(ctx, stream)
 		require.NoError(t, err)
 		want, err := q.RecordApplyChange(ctx, apply)
@@ -71,16 +73,16 @@ func TestFeedReadsAgreeWithSqlc(t *testing.T) {
 		{RestaurantID: "r2", After: 3, MaxRows: 13},
 	}
 	pipelined := &recorder{}
-	_, err := New(pipelined).FeedReads(ctx, reads)
+	_, err := FeedReads(ctx, pipelined, reads)
 	require.NoError(t, err)
 
 	oneByOne := &recorder{}
-	q := New(oneByOne)
-	_, err = q.RecordWalkFirstPage(ctx, RecordWalkFirstPageParams{RestaurantID: "r1", Collection: "areas", AfterSequence: 0, MaxRows: 11})
+	q := db.New(oneByOne)
+	_, err = q.RecordWalkFirstPage(ctx, db.RecordWalkFirstPageParams{RestaurantID: "r1", Collection: "areas", AfterSequence: 0, MaxRows: 11})
 	require.NoError(t, err)
-	_, err = q.RecordWalkPage(ctx, RecordWalkPageParams{RestaurantID: "r1", Collection: "products", Pinned: &pinned, AfterSequence: 7, MaxRows: 12})
+	_, err = q.RecordWalkPage(ctx, db.RecordWalkPageParams{RestaurantID: "r1", Collection: "products", Pinned: &pinned, AfterSequence: 7, MaxRows: 12})
 	require.NoError(t, err)
-	_, err = q.DeliveryChangesPage(ctx, DeliveryChangesPageParams{RestaurantID: "r2", AfterSequence: 3, MaxRows: 13})
+	_, err = q.DeliveryChangesPage(ctx, db.DeliveryChangesPageParams{RestaurantID: "r2", AfterSequence: 3, MaxRows: 13})
 	require.NoError(t, err)
 	require.Equal(t, oneByOne.sent, pipelined.sent, "statements and arguments, in order")
 }

@@ -1,17 +1,19 @@
-// This file is written by hand (sqlc generates the others): sqlc compiles
-// each statement on its own and has no batch spanning several, so the one
-// pipeline ingest needs is assembled here from the compiled statements.
+// sqlc compiles each statement on its own and has no batch spanning
+// several, so the pipelines ingest needs are assembled here from the
+// compiled statements.
 // Their arguments and columns go by position, as in sqlc's functions;
 // TestPipelinesAgreeWithSqlc holds both orders to sqlc's, so a statement
 // whose parameters or columns change fails it instead of compiling.
 
-package db
+package pgrows
 
 import (
 	"context"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // batchSender is what a pgx connection, pool or transaction offers to
@@ -27,18 +29,18 @@ type batchSender interface {
 // restaurant's shard on Citus). When the mutation id exists already the
 // append returns no row (pgx.ErrNoRows), and the two others, which act only
 // on the appended change, do nothing.
-func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams) (RecordChangeAppendRow, error) {
-	sender, ok := q.db.(batchSender)
+func RecordApply(ctx context.Context, conn db.DBTX, arg db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
+	sender, ok := conn.(batchSender)
 	if !ok {
-		return RecordChangeAppendRow{}, errors.New("db: RecordApply needs a connection or transaction that pipelines")
+		return db.RecordChangeAppendRow{}, errors.New("pgrows: RecordApply needs a connection or transaction that pipelines")
 	}
 	b := &pgx.Batch{}
-	b.Queue(recordChangeAppend, arg.RestaurantID, arg.Collection, arg.Sequence, arg.RecordID, arg.MutationID,
+	b.Queue(db.RecordChangeAppend, arg.RestaurantID, arg.Collection, arg.Sequence, arg.RecordID, arg.MutationID,
 		arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt, arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256)
-	b.Queue(recordSupersedePrevious, arg.Sequence, arg.ReceivedAt, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
-	b.Queue(recordUpsertCurrent, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
+	b.Queue(db.RecordSupersedePrevious, arg.Sequence, arg.ReceivedAt, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
+	b.Queue(db.RecordUpsertCurrent, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
 	br := sender.SendBatch(ctx, b)
-	var i RecordChangeAppendRow
+	var i db.RecordChangeAppendRow
 	appendErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
 		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)
 	_, supersedeErr := br.Exec()
@@ -49,7 +51,7 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 	// is not a failure of the pipeline.
 	for _, err := range []error{appendErr, supersedeErr, upsertErr, closeErr} {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return RecordChangeAppendRow{}, err
+			return db.RecordChangeAppendRow{}, err
 		}
 	}
 	return i, appendErr
@@ -61,21 +63,21 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordChangeAppendParams)
 // implicit transaction that commits at the Sync, in one round trip. The
 // stream row's lock is held only while the server runs the two statements
 // and commits, never across a round trip to the client. A failure of
-// either statement rolls both back (the position included). q must be a
+// either statement rolls both back (the position included). conn must be a
 // pool or a connection, not a transaction (whose commit would come later).
-func (q *Queries) RecordIngestApply(ctx context.Context, stream StreamNextSequenceParams, arg RecordApplyChangeParams) (RecordApplyChangeRow, error) {
-	sender, ok := q.db.(batchSender)
-	if _, inTx := q.db.(pgx.Tx); !ok || inTx {
-		return RecordApplyChangeRow{}, errors.New("db: RecordIngestApply needs a pool or connection that pipelines, outside a transaction")
+func RecordIngestApply(ctx context.Context, conn db.DBTX, stream db.StreamNextSequenceParams, arg db.RecordApplyChangeParams) (db.RecordApplyChangeRow, error) {
+	sender, ok := conn.(batchSender)
+	if _, inTx := conn.(pgx.Tx); !ok || inTx {
+		return db.RecordApplyChangeRow{}, errors.New("pgrows: RecordIngestApply needs a pool or connection that pipelines, outside a transaction")
 	}
 	b := &pgx.Batch{}
-	b.Queue(streamNextSequence, stream.RestaurantID, stream.Collection, stream.ReceivedAt)
-	b.Queue(recordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt,
+	b.Queue(db.StreamNextSequence, stream.RestaurantID, stream.Collection, stream.ReceivedAt)
+	b.Queue(db.RecordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt,
 		arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256, arg.RestaurantID, arg.Collection)
 	br := sender.SendBatch(ctx, b)
-	var next StreamNextSequenceRow
+	var next db.StreamNextSequenceRow
 	streamErr := br.QueryRow().Scan(&next.LastSequence, &next.LastReceivedAt)
-	var i RecordApplyChangeRow
+	var i db.RecordApplyChangeRow
 	applyErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
 		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)
 	closeErr := br.Close()
@@ -83,7 +85,7 @@ func (q *Queries) RecordIngestApply(ctx context.Context, stream StreamNextSequen
 	// it only reports the aborted transaction.
 	for _, err := range []error{streamErr, applyErr, closeErr} {
 		if err != nil {
-			return RecordApplyChangeRow{}, err
+			return db.RecordApplyChangeRow{}, err
 		}
 	}
 	return i, nil

@@ -1,17 +1,18 @@
-// This file is written by hand (sqlc generates the others): a page of the
-// key-wide records feed reads the first pages of many small streams, and
+// A page of the key-wide records feed reads the first pages of many small streams, and
 // sqlc has no batch spanning several statements, so the reads are sent as
 // one pipeline of the walk's and delivery changes' own compiled
 // statements (their rules are not copied). Arguments go by position, as
 // in sqlc's functions; TestPipelinesAgreeWithSqlc holds them to sqlc's.
 
-package db
+package pgrows
 
 import (
 	"context"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // FeedRead is one stream read of a feed page: a page of a collection walk
@@ -30,28 +31,28 @@ type FeedRead struct {
 // FeedRows are the rows of one FeedRead: Walk for a collection, Deliveries
 // for the deliveries.
 type FeedRows struct {
-	Walk       []RecordWalkPageRow
-	Deliveries []Delivery
+	Walk       []db.RecordWalkPageRow
+	Deliveries []db.Delivery
 }
 
 // FeedReads runs reads as one pipeline (one round trip however many there
 // are) and returns their rows in the same order. Each statement runs on
 // its own snapshot, as it would alone: a walk's pin is what makes its
 // pages agree, not a shared transaction.
-func (q *Queries) FeedReads(ctx context.Context, reads []FeedRead) ([]FeedRows, error) {
-	sender, ok := q.db.(batchSender)
+func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows, error) {
+	sender, ok := conn.(batchSender)
 	if !ok {
-		return nil, errors.New("db: FeedReads needs a pool, connection or transaction that pipelines")
+		return nil, errors.New("pgrows: FeedReads needs a pool, connection or transaction that pipelines")
 	}
 	b := &pgx.Batch{}
 	for _, r := range reads {
 		switch {
 		case r.Collection == "":
-			b.Queue(deliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
+			b.Queue(db.DeliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
 		case r.Pinned == nil:
-			b.Queue(recordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows)
+			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows)
 		default:
-			b.Queue(recordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows)
+			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows)
 		}
 	}
 	br := sender.SendBatch(ctx, b)

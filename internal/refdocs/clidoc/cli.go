@@ -1,4 +1,4 @@
-package refdocs
+package clidoc
 
 import (
 	"bytes"
@@ -28,13 +28,13 @@ func CLI(root *cobra.Command) ([]byte, error) {
 	}
 	walk(root)
 	var b bytes.Buffer
-	b.WriteString(generated)
+	b.WriteString(Generated)
 	fmt.Fprintf(&b, "# %s command line\n\n", root.Name())
 	var rows [][]string
 	for _, c := range cmds {
 		rows = append(rows, []string{"[" + c.CommandPath() + "](" + section(c.CommandPath()) + ")", c.Short})
 	}
-	table(&b, []string{"command", "what it does"}, rows)
+	Table(&b, []string{"command", "what it does"}, rows)
 	for _, c := range cmds {
 		b.WriteString("\n")
 		// The generation date would make every run differ.
