@@ -21,7 +21,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build image run migrate test test-citus chaos bench bench-http bench-migrate-data compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-first-sync bench-http bench-migrate-data compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -126,6 +126,12 @@ chaos:
 bench:
 	FOODSAFE_PLAN_ROWS=1000000 $(GO) test -count=1 -run '^TestHotPathPlans$$' -timeout 30m ./tests
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+## bench-first-sync: foodsafe-sync's first sync of a key of 2,000
+## restaurants x 25 streams through the key-wide feed, its requests counted
+## at the server (FOODSAFE_FIRST_SYNC_BENCH_RESTAURANTS; goal <= 1,500).
+bench-first-sync:
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSyncFirstOfLargeKey$$' -benchtime 1x -timeout 30m ./tests
 
 ## fuzz: run each fuzzer for FUZZTIME (default 60s); their seeds run in make test.
 FUZZTIME ?= 60s

@@ -60,7 +60,9 @@ func TestSyncSurvivesServerRestartAndDatabaseCut(t *testing.T) {
 	s.restart(t)
 	target := sqliteTarget(t)
 
-	l := startSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--once")
+	// Narrowed to the restaurant, the run walks stream by stream (a key-wide
+	// first sync reads the feed instead: sync_feed_test.go).
+	l := startSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--once", "--restaurant", demo.RestaurantID)
 	l.waitFor(t, "page 3 of areas", func(e syncEvent) bool { return e.Stream == "areas" && e.Pages == 3 })
 	// Freeze the sync so the restart happens mid-walk, whatever its pace.
 	l.signal(t, syscall.SIGSTOP)
@@ -86,9 +88,11 @@ func TestSyncSurvivesServerRestartAndDatabaseCut(t *testing.T) {
 	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
 }
 
-// A stored changes cursor the server refuses (400: here, the server's
-// cursor key was rotated) sends the stream back to a full walk that
-// replaces the copy: rows the server does not have are dropped.
+// A kept changes position the server refuses (400: here, the server's
+// cursor key was rotated) sends the mirror back to the key-wide feed,
+// which replaces the copy of every stream: rows the server does not have
+// are dropped. A stream whose own cursor is refused goes back to a full
+// walk of it.
 func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 	t.Parallel()
 	s := newDemoServer(t)
@@ -108,7 +112,8 @@ func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 
 	s.restart(t, "FOODSAFE_CURSOR_KEY="+strings.Repeat("r", 40))
 	r := sync()
-	require.Contains(t, r.Stderr, "cursor refused; rebuilding the stream with a full walk")
+	require.Contains(t, r.Stderr, "changes position refused; reading every record again through the key-wide feed")
+	require.Contains(t, r.Stderr, "the first listing dropped records the server no longer has")
 	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM areas WHERE id = 'ghost'`).Scan(&n))
@@ -268,7 +273,9 @@ func TestSyncClientRules(t *testing.T) {
 			return true
 		})
 		target := sqliteTarget(t)
-		r := runSync(t, s.readKey, "--api", api, "--to", target, "--json")
+		// Narrowed to the restaurant, the run walks stream by stream (a key-wide
+		// first sync reads the feed instead: sync_feed_test.go).
+		r := runSync(t, s.readKey, "--api", api, "--to", target, "--json", "--restaurant", demo.RestaurantID)
 		require.Equal(t, 1, r.Code, "stderr:\n%s", r.Stderr)
 		require.Equal(t, int64(2), failed.Load(), "one retry, no more")
 		require.Contains(t, r.Stderr, "areas: GET /v1/restaurants/demo-bistro/collections/areas/records: 500 internal-error: injected (requestId sync-")
@@ -364,7 +371,9 @@ func TestSyncPacesAndHonoursRetryAfter(t *testing.T) {
 	s := newDemoServer(t, "FOODSAFE_RATE_LIMIT="+strconv.Itoa(budget))
 	target := sqliteTarget(t)
 	since := time.Now().AddDate(0, 0, -130).Format("2006-01-02") // the demo's history, in one window
-	args := []string{"--api", s.p.URL, "--to", target, "--deliveries-since", since, "--json"}
+	// Narrowed to the restaurant, the run walks stream by stream (a key-wide
+	// first sync reads the feed instead: sync_feed_test.go).
+	args := []string{"--api", s.p.URL, "--to", target, "--deliveries-since", since, "--json", "--restaurant", demo.RestaurantID}
 
 	first := runSync(t, s.readKey, args...)
 	require.Equal(t, 0, first.Code, "stderr:\n%s", first.Stderr)

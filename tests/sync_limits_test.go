@@ -43,8 +43,10 @@ func TestSyncOnceStopsAtItsDeadline(t *testing.T) {
 	s := newDemoServer(t)
 	target, files := sqliteTarget(t), t.TempDir()
 	// No failure limit: the deadline alone has to end the run.
+	// Narrowed to the restaurant, the run walks stream by stream (a key-wide
+	// first sync reads the feed instead: sync_feed_test.go).
 	l := startSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--files", "--files-dir", files,
-		"--once", "--deadline", "15s", "--max-failures", "0")
+		"--once", "--deadline", "15s", "--max-failures", "0", "--restaurant", demo.RestaurantID)
 	first := l.waitFor(t, "a page applied", func(e syncEvent) bool { return e.Event == "page" && e.Records > 0 })
 	// Freeze the sync so the server dies mid-run, whatever its pace.
 	l.signal(t, syscall.SIGSTOP)
@@ -93,7 +95,9 @@ func TestSyncOnceStopsAfterFailuresInARow(t *testing.T) {
 		return true
 	})
 	target := sqliteTarget(t)
-	r := runSync(t, s.readKey, "--api", api, "--to", target, "--once", "--max-failures", "3", "--json")
+	// Narrowed to the restaurant, the run walks stream by stream (a key-wide
+	// first sync reads the feed instead: sync_feed_test.go).
+	r := runSync(t, s.readKey, "--api", api, "--to", target, "--once", "--max-failures", "3", "--json", "--restaurant", demo.RestaurantID)
 	require.Equal(t, 1, r.Code, "stderr:\n%s", r.Stderr)
 	require.Contains(t, r.Stderr, "foodsafe-sync: run stopped: 3 requests in a row failed after their retries (--max-failures)")
 	require.Contains(t, r.Stderr, ": 500 internal-error: injected (requestId sync-", "what failed, with its request id")

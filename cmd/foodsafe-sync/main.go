@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,41 +107,12 @@ stopped. See docs/partners-sync.md, "Mirroring with foodsafe-sync".`,
 	return cmd
 }
 
+// runSync checks the command line, builds the client, the progress
+// display and the target, and runs the syncer once or every --every.
 func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(string) string, stdout, stderr io.Writer) error {
-	for _, name := range []string{"key", "api-key", "token"} {
-		if cmd.Flags().Changed(name) {
-			return cmdline.Usagef("--%s: the key is read from %s only (a flag ends up in shell history and process lists); nothing was sent", name, keyEnv)
-		}
-	}
-	if f.api == "" || f.to == "" {
-		return cmdline.Usagef("--api and --to are required (see --help)")
-	}
-	if f.once && f.every > 0 {
-		return cmdline.Usagef("--once and --every exclude each other")
-	}
-	if f.every < 0 || f.overlap < 0 || f.deadline < 0 || f.maxFailures < 0 {
-		return cmdline.Usagef("--every, --overlap, --deadline and --max-failures must not be negative")
-	}
-	key := strings.TrimSpace(getenv(keyEnv))
-	if key == "" {
-		return cmdline.Usagef("set %s to the API key", keyEnv)
-	}
-	since, err := parseSince(f.since)
+	key, opts, err := checkSync(cmd, f, getenv)
 	if err != nil {
-		return cmdline.Usage(err)
-	}
-	var mode mirror.TombstoneMode
-	switch f.tombstones {
-	case "mark":
-	case "delete":
-		mode = mirror.TombstoneDelete
-	default:
-		return cmdline.Usagef("--tombstones must be mark or delete, not %q", f.tombstones)
-	}
-	for _, r := range f.restaurants {
-		if r == "" {
-			return cmdline.Usagef("--restaurant must not be empty")
-		}
+		return err
 	}
 	tty := !f.json && isTerminal(stderr)
 	level := slog.LevelInfo
@@ -169,33 +141,83 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 	if err := target.Lock(ctx); err != nil {
 		return err
 	}
-	if err := target.SetTombstoneMode(ctx, mode); err != nil {
+	if err := target.SetTombstoneMode(ctx, opts.Tombstones); err != nil {
 		return err
 	}
-	s := mirror.NewSyncer(client, target, mirror.Options{
+	return repeat(ctx, mirror.NewSyncer(client, target, opts, log, prog), f.every, log)
+}
+
+// checkSync reads the sync's command line into the key and the syncer's
+// options, or says what is wrong with it (before anything is sent).
+func checkSync(cmd *cobra.Command, f syncFlags, getenv func(string) string) (string, mirror.Options, error) {
+	for _, name := range []string{"key", "api-key", "token"} {
+		if cmd.Flags().Changed(name) {
+			return "", mirror.Options{}, cmdline.Usagef("--%s: the key is read from %s only (a flag ends up in shell history and process lists); nothing was sent", name, keyEnv)
+		}
+	}
+	if err := checkShape(f); err != nil {
+		return "", mirror.Options{}, err
+	}
+	key := strings.TrimSpace(getenv(keyEnv))
+	if key == "" {
+		return "", mirror.Options{}, cmdline.Usagef("set %s to the API key", keyEnv)
+	}
+	since, err := parseSince(f.since)
+	if err != nil {
+		return "", mirror.Options{}, cmdline.Usage(err)
+	}
+	var mode mirror.TombstoneMode
+	switch f.tombstones {
+	case "mark":
+	case "delete":
+		mode = mirror.TombstoneDelete
+	default:
+		return "", mirror.Options{}, cmdline.Usagef("--tombstones must be mark or delete, not %q", f.tombstones)
+	}
+	return key, mirror.Options{
 		Restaurants: f.restaurants, Collections: f.collections, Files: f.files, FilesDir: f.filesDir,
 		Tombstones: mode, Overlap: f.overlap, DeliveriesSince: since,
 		Deadline: f.deadline, MaxFailures: f.maxFailures,
-	}, log, prog)
+	}, nil
+}
+
+// checkShape checks the flags that need nothing but themselves.
+func checkShape(f syncFlags) error {
+	switch {
+	case f.api == "" || f.to == "":
+		return cmdline.Usagef("--api and --to are required (see --help)")
+	case f.once && f.every > 0:
+		return cmdline.Usagef("--once and --every exclude each other")
+	case f.every < 0 || f.overlap < 0 || f.deadline < 0 || f.maxFailures < 0:
+		return cmdline.Usagef("--every, --overlap, --deadline and --max-failures must not be negative")
+	case slices.Contains(f.restaurants, ""):
+		return cmdline.Usagef("--restaurant must not be empty")
+	}
+	return nil
+}
+
+// repeat runs s once, or with every > 0 again that long after each run
+// ends until interrupted or the key is refused.
+func repeat(ctx context.Context, s *mirror.Syncer, every time.Duration, log *slog.Logger) error {
 	for {
 		_, err := s.Run(ctx)
 		switch {
-		case ctx.Err() != nil && f.every > 0:
+		case ctx.Err() != nil && every > 0:
 			return nil // stopped by a signal: the page in flight was rolled back
 		case ctx.Err() != nil:
-			return errors.New("interrupted; the next run resumes after the last applied page")
-		case err != nil && (f.every == 0 || mirror.IsFatal(err)):
+			return errors.New("interrupted; " + s.NextRun())
+		case err != nil && (every == 0 || mirror.IsFatal(err)):
 			return err
 		case err != nil:
 			log.Error("sync run failed; trying again at the next interval", "error", err.Error())
 		}
-		if f.every == 0 {
+		if every == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(f.every):
+		case <-time.After(every):
 		}
 	}
 }

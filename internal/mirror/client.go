@@ -22,8 +22,10 @@ import (
 // Client talks to the partner API the way the spec asks clients to: the
 // key only in the Authorization header, an X-Request-ID on every request,
 // pacing by the X-RateLimit-* headers, Retry-After on 429, exponential
-// backoff with full jitter on 503 and on a server that cannot be reached,
-// one retry on 500, none on any other 4xx.
+// backoff with full jitter on 503 (and on 502 and 504, which a proxy in
+// front of the service answers while it restarts) and on a server that
+// cannot be reached, one retry on 500; no retry of any other status (a
+// 4xx, or a 501 or 505, would be answered the same way again).
 type Client struct {
 	base *url.URL
 	key  string
@@ -142,77 +144,95 @@ func (c *Client) count(f func(*Stats)) {
 }
 
 // Get reads path (with query q) into out, retrying as the spec's client
-// rules say.
+// rules say (see Client): each attempt is paced, sent, and its answer
+// either decoded or turned into a wait before the next attempt.
 func (c *Client) Get(ctx context.Context, path string, q url.Values, out any) error {
 	u := *c.base
 	u.Path = c.base.Path + path
 	u.RawQuery = q.Encode()
-	transient, serverErrors := 0, 0
+	var tries attempts
 	for {
 		if err := c.pace(ctx); err != nil {
 			return err
 		}
 		rid := requestID()
 		status, hdr, body, err := c.send(ctx, u.String(), rid)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// The server cannot be reached (restarting, network): like 503.
-			c.count(func(s *Stats) { s.Unavailable++ })
-			transient++
-			if !c.Persistent && transient >= c.MaxTransient {
-				return fmt.Errorf("GET %s: %w (requestId %s; gave up after %d attempts)", path, err, rid, transient)
-			}
-			c.log.Warn("server unreachable; backing off", "path", path, "requestId", rid, "error", err.Error(), "attempt", transient)
-			if err := c.sleep(ctx, "unreachable", c.backoff(transient, 0)); err != nil {
-				return err
-			}
-			continue
-		}
-		c.noteBudget(hdr)
+		var reason string
+		var wait time.Duration
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			reason, wait, err = c.unreachable(&tries, path, rid, err)
 		case status == http.StatusOK:
+			c.noteBudget(hdr)
 			if err := json.Unmarshal(body, out); err != nil {
 				return fmt.Errorf("GET %s: the answer is not the expected JSON: %v (requestId %s)", path, err, rid)
 			}
 			return nil
-		case status == http.StatusTooManyRequests:
-			c.count(func(s *Stats) { s.RateLimited++ })
-			wait := retryAfter(hdr, time.Second)
-			c.log.Warn("rate limited; waiting Retry-After", "path", path, "requestId", rid, "wait", wait.String())
-			if err := c.sleep(ctx, "429 Retry-After", wait); err != nil {
-				return err
-			}
-			continue
-		case status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
-			c.count(func(s *Stats) { s.Unavailable++ })
-			transient++
-			ae := problemOf(status, body, rid, path)
-			if !c.Persistent && transient >= c.MaxTransient {
-				return fmt.Errorf("%w; gave up after %d attempts", ae, transient)
-			}
-			c.log.Warn("service unavailable; backing off", "path", path, "requestId", rid, "status", status, "attempt", transient)
-			if err := c.sleep(ctx, fmt.Sprintf("%d backoff", status), c.backoff(transient, retryAfter(hdr, 0))); err != nil {
-				return err
-			}
-			continue
-		case status >= 500:
-			c.count(func(s *Stats) { s.ServerError++ })
-			serverErrors++
-			ae := problemOf(status, body, rid, path)
-			if serverErrors > 1 {
-				return ae
-			}
-			c.log.Warn("server error; retrying once", "path", path, "requestId", rid, "status", status)
-			if err := c.sleep(ctx, "500 retry", c.backoff(1, 0)); err != nil {
-				return err
-			}
-			continue
 		default:
-			return problemOf(status, body, rid, path)
+			c.noteBudget(hdr)
+			reason, wait, err = c.refused(&tries, path, rid, status, hdr, body)
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.sleep(ctx, reason, wait); err != nil {
+			return err
 		}
 	}
+}
+
+// attempts counts one request's failed attempts by kind.
+type attempts struct {
+	transient    int // 502, 503, 504 and unreachable
+	serverErrors int // 500
+}
+
+// unreachable decides what follows an attempt that got no answer (the
+// server restarting, the network): a backoff as for a 503, or giving up
+// after MaxTransient of them (never when Persistent).
+func (c *Client) unreachable(tries *attempts, path, rid string, err error) (string, time.Duration, error) {
+	c.count(func(s *Stats) { s.Unavailable++ })
+	tries.transient++
+	if !c.Persistent && tries.transient >= c.MaxTransient {
+		return "", 0, fmt.Errorf("GET %s: %w (requestId %s; gave up after %d attempts)", path, err, rid, tries.transient)
+	}
+	c.log.Warn("server unreachable; backing off", "path", path, "requestId", rid, "error", err.Error(), "attempt", tries.transient)
+	return "unreachable", c.backoff(tries.transient, 0), nil
+}
+
+// refused decides what follows an answer other than 200: the wait before
+// the next attempt (429, 502/503/504, a first 500), or the *APIError the
+// request ends with.
+func (c *Client) refused(tries *attempts, path, rid string, status int, hdr http.Header, body []byte) (string, time.Duration, error) {
+	switch status {
+	case http.StatusTooManyRequests:
+		c.count(func(s *Stats) { s.RateLimited++ })
+		wait := retryAfter(hdr, time.Second)
+		c.log.Warn("rate limited; waiting Retry-After", "path", path, "requestId", rid, "wait", wait.String())
+		return "429 Retry-After", wait, nil
+	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
+		c.count(func(s *Stats) { s.Unavailable++ })
+		tries.transient++
+		if !c.Persistent && tries.transient >= c.MaxTransient {
+			return "", 0, fmt.Errorf("%w; gave up after %d attempts", problemOf(status, body, rid, path), tries.transient)
+		}
+		c.log.Warn("service unavailable; backing off", "path", path, "requestId", rid, "status", status, "attempt", tries.transient)
+		return fmt.Sprintf("%d backoff", status), c.backoff(tries.transient, retryAfter(hdr, 0)), nil
+	case http.StatusInternalServerError:
+		c.count(func(s *Stats) { s.ServerError++ })
+		tries.serverErrors++
+		if tries.serverErrors > 1 {
+			return "", 0, problemOf(status, body, rid, path)
+		}
+		c.log.Warn("server error; retrying once", "path", path, "requestId", rid, "status", status)
+		return "500 retry", c.backoff(1, 0), nil
+	}
+	if status >= 500 {
+		c.count(func(s *Stats) { s.ServerError++ })
+	}
+	return "", 0, problemOf(status, body, rid, path)
 }
 
 // send makes one request and reads the whole answer.

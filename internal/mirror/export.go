@@ -130,18 +130,7 @@ func (t *Target) readRelation(ctx context.Context, q querier, r *Relation, f fun
 	defer rows.Close()
 	cells := make([]any, len(r.Columns))
 	for i, c := range r.Columns {
-		switch {
-		case c.Kind == Integer || c.Kind == Millis:
-			cells[i] = new(sql.NullInt64)
-		case c.Kind == Number:
-			cells[i] = new(sql.NullFloat64)
-		case c.Kind == Boolean:
-			cells[i] = new(sql.NullBool)
-		case c.Kind == Time && t.dialect.postgres:
-			cells[i] = new(sql.NullTime)
-		default:
-			cells[i] = new(sql.NullString)
-		}
+		cells[i] = t.scanCell(c)
 	}
 	var n int64
 	row := make([]any, len(r.Columns))
@@ -150,36 +139,8 @@ func (t *Target) readRelation(ctx context.Context, q querier, r *Relation, f fun
 			return n, err
 		}
 		for i, c := range r.Columns {
-			row[i] = nil
-			switch v := cells[i].(type) {
-			case *sql.NullInt64:
-				if v.Valid {
-					row[i] = v.Int64
-				}
-			case *sql.NullFloat64:
-				if v.Valid {
-					row[i] = v.Float64
-				}
-			case *sql.NullBool:
-				if v.Valid {
-					row[i] = v.Bool
-				}
-			case *sql.NullTime:
-				if v.Valid {
-					row[i] = v.Time.UTC()
-				}
-			case *sql.NullString:
-				if !v.Valid {
-					break
-				}
-				row[i] = v.String
-				if c.Kind == Time {
-					at, err := parseISOMillis(v.String)
-					if err != nil {
-						return n, fmt.Errorf("column %s: %w", c.Name, err)
-					}
-					row[i] = at
-				}
+			if row[i], err = cellValue(c, cells[i]); err != nil {
+				return n, err
 			}
 		}
 		if err := f(row); err != nil {
@@ -188,6 +149,58 @@ func (t *Target) readRelation(ctx context.Context, q querier, r *Relation, f fun
 		n++
 	}
 	return n, rows.Err()
+}
+
+// scanCell is where a column of kind c is scanned: a time is text in
+// SQLite and a timestamp in PostgreSQL.
+func (t *Target) scanCell(c Column) any {
+	switch {
+	case c.Kind == Integer || c.Kind == Millis:
+		return new(sql.NullInt64)
+	case c.Kind == Number:
+		return new(sql.NullFloat64)
+	case c.Kind == Boolean:
+		return new(sql.NullBool)
+	case c.Kind == Time && t.dialect.postgres:
+		return new(sql.NullTime)
+	default:
+		return new(sql.NullString)
+	}
+}
+
+// cellValue is the Go value of a scanned cell (nil for NULL).
+func cellValue(c Column, cell any) (any, error) {
+	switch v := cell.(type) {
+	case *sql.NullInt64:
+		if v.Valid {
+			return v.Int64, nil
+		}
+	case *sql.NullFloat64:
+		if v.Valid {
+			return v.Float64, nil
+		}
+	case *sql.NullBool:
+		if v.Valid {
+			return v.Bool, nil
+		}
+	case *sql.NullTime:
+		if v.Valid {
+			return v.Time.UTC(), nil
+		}
+	case *sql.NullString:
+		if !v.Valid {
+			return nil, nil
+		}
+		if c.Kind != Time {
+			return v.String, nil
+		}
+		at, err := parseISOMillis(v.String)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		return at, nil
+	}
+	return nil, nil
 }
 
 type rowWriter interface {

@@ -61,7 +61,7 @@ func (s *Syncer) syncFiles(ctx context.Context, p plan) (n, bytes int64, err err
 		return nil
 	}
 	for _, coll := range fileCollections {
-		if !slices.Contains(p.collections, coll) {
+		if !slices.Contains(p.readable, coll) {
 			continue
 		}
 		ids, err := s.t.recordsMissingFiles(ctx, p.restaurant, coll)

@@ -27,20 +27,22 @@ type Status struct {
 // Status reads what is mirrored and when each stream last synced.
 func (t *Target) Status(ctx context.Context) (Status, error) {
 	var st Status
-	rows, err := t.db.QueryContext(ctx, `SELECT restaurant_id, stream, changes_cursor, walk_cursor, window_from, high_water, covered_to, last_synced_at, last_error
+	rows, err := t.db.QueryContext(ctx, `SELECT restaurant_id, stream, changes_cursor, walk_cursor, walk_kind, window_from, high_water, covered_to, last_synced_at, last_error
 		FROM sync_state ORDER BY restaurant_id, stream`)
 	if err != nil {
 		return st, err
 	}
 	for rows.Next() {
 		var s StreamStatus
-		var changes, walk, lastErr sql.NullString
+		var changes, walk, kind, lastErr sql.NullString
 		var windowFrom, highWater, coveredTo sql.NullInt64
-		if err := rows.Scan(&s.Restaurant, &s.Stream, &changes, &walk, &windowFrom, &highWater, &coveredTo, &s.LastSyncedAt, &lastErr); err != nil {
+		if err := rows.Scan(&s.Restaurant, &s.Stream, &changes, &walk, &kind, &windowFrom, &highWater, &coveredTo, &s.LastSyncedAt, &lastErr); err != nil {
 			rows.Close()
 			return st, err
 		}
-		s.InProgress = walk.Valid || windowFrom.Valid
+		// A stream the key-wide feed began and has not ended has no walk
+		// cursor of its own: the feed's is kept in mirror_meta.
+		s.InProgress = walk.Valid || windowFrom.Valid || kind.String == feedKind || kind.String == feedNewKind
 		s.Incremental = changes.Valid || coveredTo.Valid
 		s.LastError = lastErr.String
 		st.Streams = append(st.Streams, s)

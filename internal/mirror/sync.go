@@ -109,19 +109,52 @@ func IsFatal(err error) bool {
 
 // StopError is why a run ended before its end of its own accord: its
 // deadline passed, or too many requests failed in a row. Everything
-// applied before stays; the next run resumes after it. It is not fatal:
-// --every tries again at its next interval.
+// applied before stays; Resume says where the next run takes up. It is
+// not fatal: --every tries again at its next interval.
 type StopError struct {
 	Deadline time.Duration // the deadline that passed (0: not the reason)
 	Failures int           // the requests that failed in a row (0: not the reason)
 	Last     error         // the last of them
+	Resume   string        // where the next run resumes (Syncer.NextRun)
 }
 
 func (e *StopError) Error() string {
-	if e.Deadline > 0 {
-		return fmt.Sprintf("run stopped: its deadline of %s passed (--deadline); the next run resumes after the last applied page", e.Deadline)
+	resume := e.Resume
+	if resume == "" {
+		resume = resumeStreams
 	}
-	return fmt.Sprintf("run stopped: %d requests in a row failed after their retries (--max-failures); the next run resumes after the last applied page; the last: %v", e.Failures, e.Last)
+	if e.Deadline > 0 {
+		return fmt.Sprintf("run stopped: its deadline of %s passed (--deadline); %s", e.Deadline, resume)
+	}
+	return fmt.Sprintf("run stopped: %d requests in a row failed after their retries (--max-failures); %s; the last: %v", e.Failures, resume, e.Last)
+}
+
+// resumeStreams is where the next run resumes when no key-wide listing is
+// under way.
+const resumeStreams = "every page applied is kept: the next run lists the streams that changed since the last complete run and resumes each unfinished one after its last applied page"
+
+// resumeFeed is where it resumes when one is.
+const resumeFeed = "every page applied is kept: the next run resumes the first listing of every record (GET /v1/records) after its last applied page"
+
+// resumeFresh is where it resumes when a first sync applied nothing.
+const resumeFresh = "no page of the first listing was applied: the next run starts it from its beginning"
+
+// NextRun says where the next run resumes, as the target now holds it:
+// inside the key-wide first listing when one is under way (or at its
+// beginning, on a first sync that applied nothing), else stream by
+// stream.
+func (s *Syncer) NextRun() string {
+	if !s.feedApplies() {
+		return resumeStreams
+	}
+	ctx := context.Background()
+	if cursor, err := s.t.feedCursor(ctx); err == nil && cursor != "" {
+		return resumeFeed
+	}
+	if pos, err := s.t.changesPosition(ctx, s.scope()); err == nil && pos == "" {
+		return resumeFresh
+	}
+	return resumeStreams
 }
 
 // stopped is the *StopError that ended the run of ctx, if one did.
@@ -192,13 +225,16 @@ type grant struct {
 
 // plan is one restaurant's work.
 type plan struct {
-	restaurant  string
-	collections []string
-	// readable are the collections the run may mirror there (collections
-	// keeps those it walks), whose files it fetches.
-	readable   []string
-	deliveries bool
-	images     bool
+	restaurant string
+	// readable are the collections the run may mirror there, whose
+	// files it fetches; due are those it walks this run (their heads
+	// moved, or a walk is unfinished).
+	readable []string
+	due      []string
+	// deliveries: the key reads them there (and their images, with
+	// images); deliveriesDue: they are walked this run.
+	deliveries, deliveriesDue bool
+	images                    bool
 }
 
 // Run mirrors once. It asks the server which of the key's streams changed
@@ -206,9 +242,11 @@ type plan struct {
 // target) and walks only those whose head moved, plus any stream a
 // previous run left unfinished or failed; a refresh in which nothing
 // changed costs two requests however many restaurants the key reads. A
-// failing stream is recorded in sync_state and the run goes on with the
-// others; the returned error joins the failures. A run that meets its
-// Deadline or MaxFailures stops there with a *StopError first among them.
+// first run (or one whose kept position the server refused) first reads
+// every stream at once through the key-wide feed (feed.go). A failing
+// stream is recorded in sync_state and the run goes on with the others;
+// the returned error joins the failures. A run that meets its Deadline or
+// MaxFailures stops there with a *StopError first among them.
 func (s *Syncer) Run(parent context.Context) (Summary, error) {
 	ctx, stop := context.WithCancelCause(parent)
 	defer stop(nil)
@@ -223,151 +261,198 @@ func (s *Syncer) Run(parent context.Context) (Summary, error) {
 		if isCanceled(err) {
 			err = nil // the stop says it
 		}
+		se.Resume = s.NextRun()
 		return sum, errors.Join(se, err)
 	}
 	return sum, err
 }
 
+// pass is one run's account: what it did, the streams listed with their
+// heads, and the streams that failed.
+type pass struct {
+	start    time.Time
+	sum      Summary
+	listed   map[streamKey]int64
+	failures []error
+}
+
+// run reads the key's grants, lists what changed, walks each stream due,
+// fetches the files, and keeps the listing's position once every stream
+// is mirrored up to it.
 func (s *Syncer) run(ctx context.Context) (Summary, error) {
-	start := time.Now()
-	var sum Summary
+	r := &pass{start: time.Now()}
 	s.before = s.c.Stats() // the client counts across runs (--every)
 	plans, err := s.plan(ctx)
 	if err != nil {
-		return s.finish(sum, start), s.fatalIfUnauthorized(err)
+		return s.finish(r), s.fatalIfUnauthorized(err)
 	}
-	sum.Restaurants = len(plans)
-	listed, position, force, err := s.listChanges(ctx)
+	r.sum.Restaurants = len(plans)
+	position, force, err := s.position(ctx, r)
 	if err != nil {
-		return s.finish(sum, start), s.fatalIfUnauthorized(err)
+		return s.finish(r), s.fatalIfUnauthorized(err)
 	}
-	held, err := s.t.heads(ctx)
-	if err != nil {
-		return s.finish(sum, start), err
+	if err := s.markDue(ctx, r, plans, force); err != nil {
+		return s.finish(r), err
 	}
-	unfinished, err := s.t.unfinished(ctx)
-	if err != nil {
-		return s.finish(sum, start), err
-	}
-	// due says whether a stream needs a walk this run, and at which head.
-	due := func(restaurant, stream string) (int64, bool) {
-		k := streamKey{restaurant, stream}
-		head, ok := listed[k]
-		return head, unfinished[k] || (ok && (force || held[k] != head))
-	}
-	total := 0
 	for i := range plans {
-		p := &plans[i]
-		var colls []string
-		for _, c := range p.collections {
-			if _, ok := due(p.restaurant, c); ok {
-				colls = append(colls, c)
-			}
-		}
-		p.collections, p.readable = colls, p.collections
-		if _, ok := due(p.restaurant, "deliveries"); !ok {
-			p.deliveries = false
-		}
-		total += len(p.collections)
-		if p.deliveries {
-			total++
+		if err := s.syncRestaurant(ctx, r, &plans[i]); err != nil {
+			return s.finish(r), errors.Join(r.failures...)
 		}
 	}
-	s.prog.Plan(total)
-	var failures []error
-	fail := func(restaurant, stream string, err error) error {
-		stop := stopped(ctx)
-		if ctx.Err() != nil && stop == nil {
-			return err // interrupted: the stream did not fail, it stopped
-		}
-		sum.Failed++
-		if stop != nil && isCanceled(err) {
-			err = stop // cut by the run's deadline: the stop says it
-		} else {
-			failures = append(failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
-		}
-		s.log.Error("stream failed", "restaurant", restaurant, "stream", stream, "error", err.Error())
-		if serr := s.t.SetError(context.WithoutCancel(ctx), restaurant, stream, err.Error()); serr != nil {
-			s.log.Error("recording the failure", "error", serr.Error())
-		}
-		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Done: true, Failed: true})
-		if stop != nil {
-			return stop
-		}
-		if IsFatal(err) {
-			return err
-		}
-		return nil
-	}
-	// synced keeps the head a stream was listed at once it is mirrored up
-	// to it: the next run walks it only when the head moves past.
-	synced := func(restaurant, stream string) error {
-		head, ok := listed[streamKey{restaurant, stream}]
-		if !ok {
-			return nil
-		}
-		return s.t.putHead(ctx, restaurant, stream, head)
-	}
-	for _, p := range plans {
-		for _, coll := range p.collections {
-			n, pages, err := s.syncCollection(ctx, p.restaurant, coll)
-			sum.Streams++
-			sum.Records += n
-			sum.Pages += pages
-			if err == nil {
-				err = synced(p.restaurant, coll)
-			}
-			if err != nil {
-				if ferr := fail(p.restaurant, coll, err); ferr != nil {
-					return s.finish(sum, start), errors.Join(failures...)
-				}
-			}
-		}
-		if p.deliveries {
-			n, pages, err := s.syncDeliveries(ctx, p.restaurant)
-			sum.Streams++
-			sum.Deliveries += n
-			sum.Pages += pages
-			if err == nil {
-				err = synced(p.restaurant, "deliveries")
-			}
-			if err != nil {
-				if ferr := fail(p.restaurant, "deliveries", err); ferr != nil {
-					return s.finish(sum, start), errors.Join(failures...)
-				}
-			}
-		}
-		if s.o.Files {
-			p.collections = p.readable
-			n, bytes, err := s.syncFiles(ctx, p)
-			sum.Files += n
-			sum.FileBytes += bytes
-			if err == nil {
-				err = s.t.ClearError(ctx, p.restaurant, "files")
-			}
-			if err != nil {
-				if ferr := fail(p.restaurant, "files", err); ferr != nil {
-					return s.finish(sum, start), errors.Join(failures...)
-				}
-			}
-		}
-	}
-	if len(failures) == 0 && ctx.Err() == nil {
+	if len(r.failures) == 0 && ctx.Err() == nil {
 		// Only a complete run moves the position: a stream that failed is
 		// walked again next time (it is unfinished), and so is everything
 		// listed after an interruption.
 		if err := s.t.putChangesPosition(ctx, s.scope(), position); err != nil {
-			return s.finish(sum, start), err
+			return s.finish(r), err
 		}
 	}
-	return s.finish(sum, start), errors.Join(failures...)
+	return s.finish(r), errors.Join(r.failures...)
 }
 
-func (s *Syncer) finish(sum Summary, start time.Time) Summary {
-	sum.Stats = s.c.Stats().since(s.before)
-	sum.DurationMS = time.Since(start).Milliseconds()
-	s.prog.Done(sum)
-	return sum
+// position brings the mirror to a position to list changes from (on a
+// first sync, or when the kept one is refused, by reading every record
+// through the key-wide feed), lists the streams that changed since into
+// r.listed, and returns the position of the next listing. force: every
+// listed stream is to be walked, whatever head the target holds.
+func (s *Syncer) position(ctx context.Context, r *pass) (string, bool, error) {
+	if _, err := s.firstListing(ctx, r, false); err != nil {
+		return "", false, err
+	}
+	listed, position, force, err := s.listChanges(ctx, s.feedApplies())
+	if errors.Is(err, errPositionRefused) {
+		if _, err := s.firstListing(ctx, r, true); err != nil {
+			return "", false, err
+		}
+		listed, position, force, err = s.listChanges(ctx, false)
+	}
+	r.listed = listed
+	return position, force, err
+}
+
+// markDue decides which streams of each plan are walked this run: those
+// listed whose head moved (every one listed, with force), and those a
+// previous run left unfinished; it tells the progress display how many.
+func (s *Syncer) markDue(ctx context.Context, r *pass, plans []plan, force bool) error {
+	held, err := s.t.heads(ctx)
+	if err != nil {
+		return err
+	}
+	unfinished, err := s.t.unfinished(ctx)
+	if err != nil {
+		return err
+	}
+	due := func(restaurant, stream string) bool {
+		k := streamKey{restaurant, stream}
+		head, ok := r.listed[k]
+		return unfinished[k] || (ok && (force || held[k] != head))
+	}
+	total := 0
+	for i := range plans {
+		p := &plans[i]
+		p.due = nil
+		for _, c := range p.readable {
+			if due(p.restaurant, c) {
+				p.due = append(p.due, c)
+			}
+		}
+		p.deliveriesDue = p.deliveries && due(p.restaurant, "deliveries")
+		total += len(p.due)
+		if p.deliveriesDue {
+			total++
+		}
+	}
+	s.prog.Plan(total)
+	return nil
+}
+
+// syncRestaurant walks a restaurant's due collections, then its
+// deliveries, then fetches its files. A stream that fails is recorded and
+// the others go on; the error returned ends the run (a stop, a refused
+// key).
+func (s *Syncer) syncRestaurant(ctx context.Context, r *pass, p *plan) error {
+	for _, coll := range p.due {
+		n, pages, err := s.syncCollection(ctx, p.restaurant, coll)
+		r.sum.Streams++
+		r.sum.Records += n
+		r.sum.Pages += pages
+		if err := s.streamDone(ctx, r, p.restaurant, coll, err); err != nil {
+			return err
+		}
+	}
+	if p.deliveriesDue {
+		n, pages, err := s.syncDeliveries(ctx, p.restaurant)
+		r.sum.Streams++
+		r.sum.Deliveries += n
+		r.sum.Pages += pages
+		if err := s.streamDone(ctx, r, p.restaurant, "deliveries", err); err != nil {
+			return err
+		}
+	}
+	if !s.o.Files {
+		return nil
+	}
+	n, bytes, err := s.syncFiles(ctx, *p)
+	r.sum.Files += n
+	r.sum.FileBytes += bytes
+	if err == nil {
+		err = s.t.ClearError(ctx, p.restaurant, "files")
+	}
+	if err != nil {
+		return s.fail(ctx, r, p.restaurant, "files", err)
+	}
+	return nil
+}
+
+// streamDone ends a stream's walk: one that succeeded keeps the head it
+// was listed at (the next run walks it only when the head moves past);
+// one that failed is recorded as failed.
+func (s *Syncer) streamDone(ctx context.Context, r *pass, restaurant, stream string, err error) error {
+	if err == nil {
+		head, ok := r.listed[streamKey{restaurant, stream}]
+		if !ok {
+			return nil
+		}
+		if err = s.t.putHead(ctx, s.t.db, restaurant, stream, head); err == nil {
+			return nil
+		}
+	}
+	return s.fail(ctx, r, restaurant, stream, err)
+}
+
+// fail records a stream's failure and goes on with the others; it returns
+// the error that ends the run instead: the run's stop, or a refused key.
+// An interruption is no failure of the stream: it stopped.
+func (s *Syncer) fail(ctx context.Context, r *pass, restaurant, stream string, err error) error {
+	stop := stopped(ctx)
+	if ctx.Err() != nil && stop == nil {
+		return err
+	}
+	r.sum.Failed++
+	if stop != nil && isCanceled(err) {
+		err = stop // cut by the run's deadline: the stop says it
+	} else {
+		r.failures = append(r.failures, fmt.Errorf("%s %s: %w", restaurant, stream, err))
+	}
+	s.log.Error("stream failed", "restaurant", restaurant, "stream", stream, "error", err.Error())
+	if serr := s.t.SetError(context.WithoutCancel(ctx), restaurant, stream, err.Error()); serr != nil {
+		s.log.Error("recording the failure", "error", serr.Error())
+	}
+	s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Done: true, Failed: true})
+	if stop != nil {
+		return stop
+	}
+	if IsFatal(err) {
+		return err
+	}
+	return nil
+}
+
+func (s *Syncer) finish(r *pass) Summary {
+	r.sum.Stats = s.c.Stats().since(s.before)
+	r.sum.DurationMS = time.Since(r.start).Milliseconds()
+	s.prog.Done(r.sum)
+	return r.sum
 }
 
 // streamKey names a stream of a restaurant: a collection, or deliveries.
@@ -401,8 +486,9 @@ func (s *Syncer) scope() string {
 // the streams that changed, with their heads, and the position of the
 // next listing. force (a kept position the server refused: its data was
 // restored, or its cursor key changed) asks for every listed stream to be
-// walked, whatever head the target holds.
-func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, bool, error) {
+// walked, whatever head the target holds; with toFeed, a refused position
+// is errPositionRefused instead, for the key-wide feed to rebuild from.
+func (s *Syncer) listChanges(ctx context.Context, toFeed bool) (map[streamKey]int64, string, bool, error) {
 	cursor, err := s.t.changesPosition(ctx, s.scope())
 	if err != nil {
 		return nil, "", false, err
@@ -418,6 +504,9 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, 
 		err := s.get(ctx, "/v1/changes", q, &page)
 		switch {
 		case err == nil:
+		case cursor != "" && IsStatus(err, 400) && !force && toFeed:
+			s.log.Warn("changes position refused; reading every record again through the key-wide feed", "error", err.Error())
+			return nil, "", false, errPositionRefused
 		case cursor != "" && IsStatus(err, 400) && !force:
 			s.log.Warn("changes position refused; listing every stream and walking each from its own cursor", "error", err.Error())
 			cursor, force, listed = "", true, map[streamKey]int64{}
@@ -446,7 +535,7 @@ func (s *Syncer) listChanges(ctx context.Context) (map[streamKey]int64, string, 
 // plan reads the key's grants and decides which streams this run may
 // mirror: the restaurants asked for (or every one the key reaches), with
 // the collections of their read scopes (or those asked for) and their
-// deliveries. Run then keeps only the streams that changed.
+// deliveries. markDue then picks the streams that changed.
 func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 	var page struct {
 		Data []grant `json:"data"`
@@ -464,58 +553,73 @@ func (s *Syncer) plan(ctx context.Context) ([]plan, error) {
 			wanted = append(wanted, g.RestaurantID)
 		}
 	}
-	var plans []plan
+	plans := make([]plan, 0, len(wanted))
 	for _, r := range wanted {
 		g, ok := reach[r]
 		if !ok {
 			return nil, fmt.Errorf("the key does not reach restaurant %q (it reaches %d restaurant(s); see GET /v1/restaurants)", r, len(page.Data))
 		}
-		p := plan{restaurant: r}
-		readable := map[string]bool{}
-		for _, sc := range g.Scopes {
-			switch sc {
-			case "deliveries:read":
-				p.deliveries = true
-			case "delivery-images:read":
-				p.images = true
-			default:
-				// A collection is readable with its read scope; GET
-				// /v1/changes names the streams that hold anything, so a
-				// scope of something else never becomes a walk.
-				c, ok := strings.CutSuffix(sc, ":read")
-				if !ok {
-					continue
-				}
-				if !tableAllowed(c) {
-					s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", r, "collection", c)
-					continue
-				}
-				readable[c] = true
-			}
-		}
-		if len(s.o.Collections) > 0 {
-			for _, c := range s.o.Collections {
-				if c == "deliveries" {
-					continue
-				}
-				if !readable[c] {
-					return nil, fmt.Errorf("the key cannot read collection %q of restaurant %q (no %s:read scope)", c, r, c)
-				}
-				p.collections = append(p.collections, c)
-			}
-			if slices.Contains(s.o.Collections, "deliveries") && !p.deliveries {
-				return nil, fmt.Errorf("the key cannot read the deliveries of restaurant %q (no deliveries:read scope)", r)
-			}
-			p.deliveries = p.deliveries && slices.Contains(s.o.Collections, "deliveries")
-		} else {
-			for c := range readable {
-				p.collections = append(p.collections, c)
-			}
-			slices.Sort(p.collections)
+		p, err := s.planOf(g)
+		if err != nil {
+			return nil, err
 		}
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// planOf is what the run may mirror of one granted restaurant: what its
+// scopes read, narrowed to the collections asked for.
+func (s *Syncer) planOf(g grant) (plan, error) {
+	p := plan{restaurant: g.RestaurantID}
+	readable := map[string]bool{}
+	for _, sc := range g.Scopes {
+		switch sc {
+		case "deliveries:read":
+			p.deliveries = true
+		case "delivery-images:read":
+			p.images = true
+		default:
+			// A collection is readable with its read scope; GET
+			// /v1/changes names the streams that hold anything, so a
+			// scope of something else never becomes a walk.
+			if c, ok := strings.CutSuffix(sc, ":read"); ok && s.tableFor(g.RestaurantID, c) {
+				readable[c] = true
+			}
+		}
+	}
+	if len(s.o.Collections) == 0 {
+		for c := range readable {
+			p.readable = append(p.readable, c)
+		}
+		slices.Sort(p.readable)
+		return p, nil
+	}
+	for _, c := range s.o.Collections {
+		if c == "deliveries" {
+			continue
+		}
+		if !readable[c] {
+			return plan{}, fmt.Errorf("the key cannot read collection %q of restaurant %q (no %s:read scope)", c, p.restaurant, c)
+		}
+		p.readable = append(p.readable, c)
+	}
+	asked := slices.Contains(s.o.Collections, "deliveries")
+	if asked && !p.deliveries {
+		return plan{}, fmt.Errorf("the key cannot read the deliveries of restaurant %q (no deliveries:read scope)", p.restaurant)
+	}
+	p.deliveries = p.deliveries && asked
+	return p, nil
+}
+
+// tableFor reports whether collection c can be mirrored (its name can be
+// a table here), saying so when it cannot.
+func (s *Syncer) tableFor(restaurant, c string) bool {
+	if tableAllowed(c) {
+		return true
+	}
+	s.log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", restaurant, "collection", c)
+	return false
 }
 
 // envelope is a record as the API sends it (spec 2.3); unknown members
@@ -610,82 +714,117 @@ func (s *Syncer) syncCollection(ctx context.Context, restaurant, coll string) (r
 	refused := 0 // cursors refused this run: one fallback, not a loop
 	withFiles := slices.Contains(fileCollections, coll)
 	for {
-		kind, cursor := st.WalkKind, st.WalkCursor
-		if cursor == "" {
-			switch {
-			case st.ChangesCursor != "":
-				kind, cursor = "changes", st.ChangesCursor
-			case kind != "rebuild":
-				kind = "full"
-			}
-		}
-		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
+		kind, cursor := walkFrom(st)
 		var page walkPage
-		err := s.get(ctx, path, q, &page)
-		switch {
-		case err == nil:
-		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
-			refused++
-			st = s.cursorRefused(restaurant, coll, st, cursor, err)
-			continue
-		default:
+		err := s.get(ctx, path, pageQuery(cursor, PageSize), &page)
+		if err != nil {
+			if cursor != "" && IsStatus(err, 400) && refused < maxRefusals {
+				refused++
+				st = s.cursorRefused(restaurant, coll, st, cursor, err)
+				continue
+			}
 			return records, pages, s.fatalIfUnauthorized(err)
 		}
-		recs := make([]Record, 0, len(page.Data))
-		for _, e := range page.Data {
-			r, err := e.record(withFiles)
-			if err != nil {
-				return records, pages, err
-			}
-			recs = append(recs, r)
-		}
-		if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
-			return records, pages, fmt.Errorf("the last page of the walk carries no changesCursor")
-		}
-		next := st
-		next.Pages++
-		next.Applied += int64(len(recs))
-		next.LastError = ""
-		var dropped int64
-		err = s.t.tx(ctx, func(tx *sql.Tx) error {
-			if err := s.t.applyRecords(ctx, tx, restaurant, coll, recs, s.o.Tombstones, next.WalkGen, kind == "rebuild"); err != nil {
-				return err
-			}
-			if page.NextCursor != nil {
-				next.WalkCursor, next.WalkKind = *page.NextCursor, kind
-			} else {
-				if kind == "rebuild" {
-					n, err := s.t.dropStale(ctx, tx, restaurant, coll, next.WalkGen)
-					if err != nil {
-						return err
-					}
-					dropped = n
-				}
-				next.ChangesCursor, next.WalkCursor, next.WalkKind = *page.ChangesCursor, "", ""
-				now := nowMillis()
-				next.LastSyncedAt = &now
-			}
-			return s.t.putState(ctx, tx, restaurant, coll, next)
-		})
+		recs, err := recordsOf(page.Data, withFiles)
 		if err != nil {
-			return records, pages, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+			return records, pages, err
 		}
-		if dropped > 0 {
-			s.log.Warn("rebuild dropped records the server no longer has", "restaurant", restaurant, "stream", coll, "dropped", dropped)
+		if st, err = s.applyWalkPage(ctx, restaurant, coll, kind, st, page, recs); err != nil {
+			return records, pages, err
 		}
-		st = next
 		records += int64(len(recs))
 		pages++
-		rem, lim := s.c.Budget()
-		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: coll, Kind: kind, Pages: pages, Records: records,
-			Done: page.NextCursor == nil, BudgetRemaining: rem, BudgetLimit: lim})
+		s.progress(StreamEvent{Restaurant: restaurant, Stream: coll, Kind: kind, Pages: pages, Records: records, Done: page.NextCursor == nil})
 		if page.NextCursor == nil {
 			return records, pages, nil
 		}
 	}
+}
+
+// walkFrom is where a collection's walk goes on: the walk under way, or
+// an incremental walk from the kept changes cursor, or a full walk (a
+// rebuild keeps its kind).
+func walkFrom(st StreamState) (kind, cursor string) {
+	kind, cursor = st.WalkKind, st.WalkCursor
+	switch {
+	case cursor != "":
+	case st.ChangesCursor != "":
+		kind, cursor = "changes", st.ChangesCursor
+	case kind != "rebuild":
+		kind = "full"
+	}
+	return kind, cursor
+}
+
+// pageQuery is a list request's query: the limit, and the cursor if any.
+func pageQuery(cursor string, limit int) url.Values {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
+
+// recordsOf checks a page's envelopes and turns them into stored records.
+func recordsOf(page []envelope, withFiles bool) ([]Record, error) {
+	recs := make([]Record, 0, len(page))
+	for _, e := range page {
+		r, err := e.record(withFiles)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// applyWalkPage applies a walk's page and the state that follows it in
+// one target transaction: the next walk cursor, or at the walk's end its
+// changes cursor (and, ending a rebuild, the rows it did not see
+// dropped). It returns the stream's new state.
+func (s *Syncer) applyWalkPage(ctx context.Context, restaurant, coll, kind string, st StreamState, page walkPage, recs []Record) (StreamState, error) {
+	if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
+		return st, fmt.Errorf("the last page of the walk carries no changesCursor")
+	}
+	next := st
+	next.Pages++
+	next.Applied += int64(len(recs))
+	next.LastError = ""
+	var dropped int64
+	err := s.t.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.t.applyRecords(ctx, tx, restaurant, coll, recs, s.o.Tombstones, next.WalkGen, kind == "rebuild"); err != nil {
+			return err
+		}
+		if page.NextCursor != nil {
+			next.WalkCursor, next.WalkKind = *page.NextCursor, kind
+			return s.t.putState(ctx, tx, restaurant, coll, next)
+		}
+		if kind == "rebuild" {
+			n, err := s.t.dropStale(ctx, tx, restaurant, coll, next.WalkGen)
+			if err != nil {
+				return err
+			}
+			dropped = n
+		}
+		next.ChangesCursor, next.WalkCursor, next.WalkKind = *page.ChangesCursor, "", ""
+		now := nowMillis()
+		next.LastSyncedAt = &now
+		return s.t.putState(ctx, tx, restaurant, coll, next)
+	})
+	if err != nil {
+		return st, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+	}
+	if dropped > 0 {
+		s.log.Warn("rebuild dropped records the server no longer has", "restaurant", restaurant, "stream", coll, "dropped", dropped)
+	}
+	return next, nil
+}
+
+// progress tells the display about a stream's page, with the budget the
+// last answer left.
+func (s *Syncer) progress(ev StreamEvent) {
+	ev.BudgetRemaining, ev.BudgetLimit = s.c.Budget()
+	s.prog.Stream(ev)
 }
 
 // maxRefusals is how many refused cursors a stream survives in one run:
@@ -757,74 +896,87 @@ func (s *Syncer) syncDeliveries(ctx context.Context, restaurant string) (inserte
 		if cursor == "" {
 			cursor = st.ChangesCursor
 		}
-		q := url.Values{"limit": {strconv.Itoa(PageSize)}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
 		var page deliveryPage
-		err := s.get(ctx, path, q, &page)
-		switch {
-		case err == nil:
-		case cursor != "" && IsStatus(err, 400) && refused < maxRefusals:
-			// Deliveries are immutable and stored by id: reading them all
-			// again from the first one received loses nothing.
-			refused++
-			s.log.Warn("delivery cursor refused; reading the deliveries again from the first received", "restaurant", restaurant, "error", err.Error())
-			st.WalkCursor, st.ChangesCursor = "", ""
-			continue
-		default:
+		err := s.get(ctx, path, pageQuery(cursor, PageSize), &page)
+		if err != nil {
+			if cursor != "" && IsStatus(err, 400) && refused < maxRefusals {
+				// Deliveries are immutable and stored by id: reading them
+				// all again from the first one received loses nothing.
+				refused++
+				s.log.Warn("delivery cursor refused; reading the deliveries again from the first received", "restaurant", restaurant, "error", err.Error())
+				st.WalkCursor, st.ChangesCursor = "", ""
+				continue
+			}
 			return inserted, pages, s.fatalIfUnauthorized(err)
 		}
 		if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
 			return inserted, pages, fmt.Errorf("the last page of the deliveries carries no changesCursor")
 		}
-		ds := make([]Delivery, 0, len(page.Data))
-		for _, raw := range page.Data {
-			var d delivery
-			if err := json.Unmarshal(raw, &d); err != nil || d.ID == "" {
-				return inserted, pages, fmt.Errorf("a delivery that is not the documented shape: %v", err)
-			}
-			at, err := strconv.ParseInt(d.OccurredAt, 10, 64)
-			if err != nil {
-				return inserted, pages, fmt.Errorf("delivery %q: malformed occurredAt", d.ID)
-			}
-			if at < s.o.DeliveriesSince {
-				continue
-			}
-			ds = append(ds, Delivery{ID: d.ID, OccurredAt: at, IsCompliant: d.IsCompliant, SupplierID: d.Supplier.ID,
-				SupplierName: d.Supplier.Name, ImageCount: d.ImageCount, Data: raw})
-		}
-		next := st
-		next.Pages++
-		next.LastError = ""
-		// The occurredAt windows of earlier versions are over.
-		next.WindowFrom, next.WindowTo, next.PassTo = nil, nil, nil
-		var n int64
-		err = s.t.tx(ctx, func(tx *sql.Tx) error {
-			var err error
-			if n, err = s.t.applyDeliveries(ctx, tx, restaurant, ds); err != nil {
-				return err
-			}
-			next.Applied += n
-			if page.NextCursor != nil {
-				next.WalkCursor = *page.NextCursor
-			} else {
-				now := nowMillis()
-				next.ChangesCursor, next.WalkCursor, next.LastSyncedAt = *page.ChangesCursor, "", &now
-			}
-			return s.t.putState(ctx, tx, restaurant, stream, next)
-		})
+		ds, err := s.deliveriesOf(page.Data)
 		if err != nil {
-			return inserted, pages, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+			return inserted, pages, err
 		}
-		st = next
+		var n int64
+		if st, n, err = s.applyDeliveryPage(ctx, restaurant, st, page, ds); err != nil {
+			return inserted, pages, err
+		}
 		inserted += n
 		pages++
-		rem, lim := s.c.Budget()
-		s.prog.Stream(StreamEvent{Restaurant: restaurant, Stream: stream, Kind: "changes", Pages: pages, Records: inserted,
-			Done: page.NextCursor == nil, BudgetRemaining: rem, BudgetLimit: lim})
+		s.progress(StreamEvent{Restaurant: restaurant, Stream: stream, Kind: "changes", Pages: pages, Records: inserted, Done: page.NextCursor == nil})
 		if page.NextCursor == nil {
 			return inserted, pages, nil
 		}
 	}
+}
+
+// deliveriesOf checks a page's deliveries and keeps those that occurred
+// since DeliveriesSince.
+func (s *Syncer) deliveriesOf(page []json.RawMessage) ([]Delivery, error) {
+	ds := make([]Delivery, 0, len(page))
+	for _, raw := range page {
+		var d delivery
+		if err := json.Unmarshal(raw, &d); err != nil || d.ID == "" {
+			return nil, fmt.Errorf("a delivery that is not the documented shape: %v", err)
+		}
+		at, err := strconv.ParseInt(d.OccurredAt, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("delivery %q: malformed occurredAt", d.ID)
+		}
+		if at < s.o.DeliveriesSince {
+			continue
+		}
+		ds = append(ds, Delivery{ID: d.ID, OccurredAt: at, IsCompliant: d.IsCompliant, SupplierID: d.Supplier.ID,
+			SupplierName: d.Supplier.Name, ImageCount: d.ImageCount, Data: raw})
+	}
+	return ds, nil
+}
+
+// applyDeliveryPage applies a page of deliveries and the state that
+// follows it in one target transaction; it returns the new state and how
+// many deliveries were new.
+func (s *Syncer) applyDeliveryPage(ctx context.Context, restaurant string, st StreamState, page deliveryPage, ds []Delivery) (StreamState, int64, error) {
+	next := st
+	next.Pages++
+	next.LastError = ""
+	// The occurredAt windows of earlier versions are over.
+	next.WindowFrom, next.WindowTo, next.PassTo = nil, nil, nil
+	var n int64
+	err := s.t.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if n, err = s.t.applyDeliveries(ctx, tx, restaurant, ds); err != nil {
+			return err
+		}
+		next.Applied += n
+		if page.NextCursor != nil {
+			next.WalkCursor = *page.NextCursor
+		} else {
+			now := nowMillis()
+			next.ChangesCursor, next.WalkCursor, next.LastSyncedAt = *page.ChangesCursor, "", &now
+		}
+		return s.t.putState(ctx, tx, restaurant, "deliveries", next)
+	})
+	if err != nil {
+		return st, 0, fmt.Errorf("applying a page to %s: %w", s.t.Where, err)
+	}
+	return next, n, nil
 }

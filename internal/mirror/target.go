@@ -277,6 +277,25 @@ const schemaVersion = 2
 // collections the key reads exist). Whatever changes tables a sync
 // writes is done under the target's lock.
 func (t *Target) migrate(ctx context.Context) error {
+	if err := t.createSchema(ctx); err != nil {
+		return err
+	}
+	version, err := t.recordedVersion(ctx)
+	if err != nil {
+		return err
+	}
+	stale, orphans, err := t.typedWork(ctx)
+	if err != nil {
+		return err
+	}
+	if version == schemaVersion && len(stale) == 0 && len(orphans) == 0 {
+		return nil
+	}
+	return t.upgrade(ctx)
+}
+
+// createSchema creates the mirror's own tables where they are missing.
+func (t *Target) createSchema(ctx context.Context) error {
 	jsonType, boolFalse := "TEXT", "0"
 	if t.dialect.postgres {
 		jsonType, boolFalse = "JSONB", "false"
@@ -339,32 +358,37 @@ func (t *Target) migrate(ctx context.Context) error {
 			return fmt.Errorf("creating the schema: %w", err)
 		}
 	}
+	return nil
+}
+
+// recordedVersion is the target's schema version, recorded as this
+// release's on a new target; a later release's is refused.
+func (t *Target) recordedVersion(ctx context.Context) (int, error) {
 	version, err := t.version(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if version == 0 {
-		// A new target: the statements above made version 2.
+		// A new target: createSchema made the current version.
 		if _, err := t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('schema_version', ?)
 			ON CONFLICT (name) DO NOTHING`), strconv.Itoa(schemaVersion)); err != nil {
-			return err
+			return 0, err
 		}
 		if version, err = t.version(ctx); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if version > schemaVersion {
-		return fmt.Errorf("the target holds mirror schema version %d; this foodsafe-sync writes version %d (a later release made it)", version, schemaVersion)
+		return 0, fmt.Errorf("the target holds mirror schema version %d; this foodsafe-sync writes version %d (a later release made it)", version, schemaVersion)
 	}
-	stale, orphans, err := t.typedWork(ctx)
-	if err != nil {
-		return err
-	}
-	if version == schemaVersion && len(stale) == 0 && len(orphans) == 0 {
-		return nil
-	}
-	// Upgrading rewrites tables a running sync writes: only one process
-	// at a time, and never beside a sync of another release.
+	return version, nil
+}
+
+// upgrade brings an older target to this release and its typed relations
+// to their current definitions. Upgrading rewrites tables a running sync
+// writes: only one process at a time, and never beside a sync of another
+// release.
+func (t *Target) upgrade(ctx context.Context) error {
 	if t.lockFile == nil && t.lockConn == nil {
 		if err := t.Lock(ctx); err != nil {
 			if errors.Is(err, ErrBusy) {
@@ -374,7 +398,8 @@ func (t *Target) migrate(ctx context.Context) error {
 		}
 		defer t.unlock()
 	}
-	if version, err = t.version(ctx); err != nil { // another run may have upgraded it meanwhile
+	version, err := t.version(ctx) // another run may have upgraded it meanwhile
+	if err != nil {
 		return err
 	}
 	if version == 1 {
@@ -382,7 +407,8 @@ func (t *Target) migrate(ctx context.Context) error {
 			return fmt.Errorf("upgrading the target from schema version 1: %w", err)
 		}
 	}
-	if stale, orphans, err = t.typedWork(ctx); err != nil {
+	stale, orphans, err := t.typedWork(ctx)
+	if err != nil {
 		return err
 	}
 	return t.reconcileTyped(ctx, stale, orphans)
@@ -913,9 +939,10 @@ func (t *Target) heads(ctx context.Context) (map[streamKey]int64, error) {
 	return out, rows.Err()
 }
 
-// putHead records that a stream is mirrored up to head.
-func (t *Target) putHead(ctx context.Context, restaurantID, stream string, head int64) error {
-	_, err := t.db.ExecContext(ctx, t.dialect.q(`INSERT INTO stream_heads (restaurant_id, stream, head) VALUES (?, ?, ?)
+// putHead records that a stream is mirrored up to head (inside tx, or
+// on its own given the database).
+func (t *Target) putHead(ctx context.Context, tx execer, restaurantID, stream string, head int64) error {
+	_, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO stream_heads (restaurant_id, stream, head) VALUES (?, ?, ?)
 		ON CONFLICT (restaurant_id, stream) DO UPDATE SET head = excluded.head`), restaurantID, stream, head)
 	return err
 }
@@ -955,16 +982,56 @@ func (t *Target) changesPosition(ctx context.Context, scope string) (string, err
 // putChangesPosition keeps the position of the next listing and the scope
 // it was listed for.
 func (t *Target) putChangesPosition(ctx context.Context, scope, pos string) error {
-	return t.tx(ctx, func(tx *sql.Tx) error {
-		for _, kv := range [][2]string{{"changes_position", pos}, {"changes_scope", scope}} {
-			if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
-				ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
-				return err
-			}
+	return t.tx(ctx, func(tx *sql.Tx) error { return t.putChangesPositionTx(ctx, tx, scope, pos) })
+}
+
+// putChangesPositionTx is putChangesPosition inside tx.
+func (t *Target) putChangesPositionTx(ctx context.Context, tx execer, scope, pos string) error {
+	for _, kv := range [][2]string{{"changes_position", pos}, {"changes_scope", scope}} {
+		if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // now is the target's notion of the time of a sync, epoch ms.
 func nowMillis() int64 { return time.Now().UnixMilli() }
+
+// feedCursor is the cursor of a key-wide first listing (GET /v1/records)
+// under way: the feed's nextCursor after its last applied page ("" when
+// none is under way).
+func (t *Target) feedCursor(ctx context.Context) (string, error) {
+	var c string
+	err := t.db.QueryRowContext(ctx, `SELECT value FROM mirror_meta WHERE name = 'feed_cursor'`).Scan(&c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return c, err
+}
+
+// putFeedCursor keeps the feed's cursor inside tx, with the page it
+// follows ("" removes it: the listing is over, or starts over).
+func (t *Target) putFeedCursor(ctx context.Context, tx execer, cursor string) error {
+	if cursor == "" {
+		_, err := tx.ExecContext(ctx, `DELETE FROM mirror_meta WHERE name = 'feed_cursor'`)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO mirror_meta (name, value) VALUES ('feed_cursor', ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`), cursor)
+	return err
+}
+
+// restartFeed forgets a key-wide listing under way: its cursor, and the
+// streams it had begun without ending them (the next feed begins them
+// again with a new generation, so rows only the forgotten one brought are
+// dropped when the new one ends their stream).
+func (t *Target) restartFeed(ctx context.Context) error {
+	return t.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sync_state SET walk_kind = NULL WHERE walk_kind IN ('feed', 'feed-new')`); err != nil {
+			return err
+		}
+		return t.putFeedCursor(ctx, tx, "")
+	})
+}

@@ -321,7 +321,8 @@ func baseType(s *schema) (string, bool, error) {
 }
 
 // source derives a collection's (or the deliveries') relation and its
-// children.
+// children: the key columns, a column per scalar member of data and a
+// child per array member, then the envelope's columns, the indexes.
 func (b builder) source(source string, root *schema) ([]*Relation, error) {
 	if root.AllOf != nil || root.AnyOf != nil || root.OneOf != nil {
 		return nil, fmt.Errorf("a schema combinator at the root")
@@ -332,9 +333,25 @@ func (b builder) source(source string, root *schema) ([]*Relation, error) {
 		{Name: "restaurant_id", Kind: Text, Key: true, src: fromRestaurant, From: "restaurantId", Description: "The restaurant the record belongs to."},
 		{Name: "id", Kind: Text, Key: true, src: fromID, From: "id", Description: "The record's id."},
 	}
+	children, err := b.members(own, root)
+	if err != nil {
+		return nil, err
+	}
+	describeOwn(own)
+	own.Indexes = indexesOf(own, root)
+	rels := append([]*Relation{own}, children...)
+	if err := uniqueColumns(rels); err != nil {
+		return nil, err
+	}
+	return rels, nil
+}
+
+// members adds to own a column per scalar member of root and returns a
+// child relation per array member.
+func (b builder) members(own *Relation, root *schema) ([]*Relation, error) {
 	var children []*Relation
 	for _, p := range root.Properties {
-		if source == DeliveriesSource && (p.name == "id" || p.name == "restaurantId") {
+		if own.Source == DeliveriesSource && (p.name == "id" || p.name == "restaurantId") {
 			continue // the key columns
 		}
 		s, err := b.resolve(p.s)
@@ -359,42 +376,55 @@ func (b builder) source(source string, root *schema) ([]*Relation, error) {
 		}
 		own.Columns = append(own.Columns, cols...)
 	}
-	if source == DeliveriesSource {
+	return children, nil
+}
+
+// describeOwn describes a source's own relation and, for a collection,
+// adds the envelope's columns (a delivery has no envelope).
+func describeOwn(own *Relation) {
+	if own.Source == DeliveriesSource {
 		own.Description = "Every delivery mirrored, one row each."
-	} else {
-		own.Description = "The live records of " + source + " (no tombstones, no superseded versions), one row each."
-		own.Columns = append(own.Columns,
-			Column{Name: "sequence", Kind: Integer, src: fromSequence, From: "sequence", Description: "The record's position in its stream, as a number."},
-			Column{Name: "captured_at", Kind: Time, src: fromCaptured, From: "capturedAt", Description: "When the device recorded this state."},
-			Column{Name: "captured_at_ms", Kind: Millis, src: fromCaptured, From: "capturedAt", Description: "capturedAt in epoch milliseconds."},
-			Column{Name: "received_at", Kind: Time, src: fromReceived, From: "receivedAt", Description: "When the service received it."},
-			Column{Name: "received_at_ms", Kind: Millis, src: fromReceived, From: "receivedAt", Description: "receivedAt in epoch milliseconds."},
-		)
+		return
 	}
-	// Indexes where the obvious joins and filters need them: every
-	// reference (a column named *_id whose schema is an identifier; some
-	// are free text, which an index entry may not hold) and the time of
-	// every required timestamp of data (timestamp, occurredAt,
-	// beginDate...).
+	own.Description = "The live records of " + own.Source + " (no tombstones, no superseded versions), one row each."
+	own.Columns = append(own.Columns,
+		Column{Name: "sequence", Kind: Integer, src: fromSequence, From: "sequence", Description: "The record's position in its stream, as a number."},
+		Column{Name: "captured_at", Kind: Time, src: fromCaptured, From: "capturedAt", Description: "When the device recorded this state."},
+		Column{Name: "captured_at_ms", Kind: Millis, src: fromCaptured, From: "capturedAt", Description: "capturedAt in epoch milliseconds."},
+		Column{Name: "received_at", Kind: Time, src: fromReceived, From: "receivedAt", Description: "When the service received it."},
+		Column{Name: "received_at_ms", Kind: Millis, src: fromReceived, From: "receivedAt", Description: "receivedAt in epoch milliseconds."},
+	)
+}
+
+// indexesOf are the indexes the obvious joins and filters need: every
+// reference (a column named *_id whose schema is an identifier; some are
+// free text, which an index entry may not hold) and the time of every
+// required timestamp of data (timestamp, occurredAt, beginDate...).
+func indexesOf(own *Relation, root *schema) [][]string {
+	var out [][]string
 	for _, c := range own.Columns {
 		switch {
 		case c.src != fromData:
 		case c.Kind == Text && strings.HasSuffix(c.Name, "_id") && c.identifier,
 			c.Kind == Time && len(c.path) == 1 && slices.Contains(root.Required, c.path[0]):
-			own.Indexes = append(own.Indexes, []string{"restaurant_id", c.Name})
+			out = append(out, []string{"restaurant_id", c.Name})
 		}
 	}
-	rels := append([]*Relation{own}, children...)
+	return out
+}
+
+// uniqueColumns refuses relations with two columns of one name.
+func uniqueColumns(rels []*Relation) error {
 	for _, r := range rels {
 		seen := map[string]bool{}
 		for _, c := range r.Columns {
 			if seen[c.Name] {
-				return nil, fmt.Errorf("relation %s has two columns named %s", r.Name, c.Name)
+				return fmt.Errorf("relation %s has two columns named %s", r.Name, c.Name)
 			}
 			seen[c.Name] = true
 		}
 	}
-	return rels, nil
+	return nil
 }
 
 // child derives the relation of a top-level array: one row per element.
