@@ -259,11 +259,6 @@ func (a *API) sdkFailure(status int, text string) error {
 	}
 }
 
-// mcpDefaultLimit is the page size of MCP tools when the caller gives
-// none: smaller than REST's, since every record lands in a model's
-// context. The largest is REST's (wire.MaxLimit).
-const mcpDefaultLimit = 20
-
 // mcpInstructions is sent to clients on initialize: what a model should
 // know before it calls any tool.
 const mcpInstructions = "Food-safety records of restaurants (deliveries, temperatures, cleaning, cooling, traceability...) " +

@@ -4,15 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -21,7 +17,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/redact"
 )
 
@@ -66,27 +61,7 @@ func withRequestID(c *gin.Context) {
 	c.Next()
 }
 
-// traceIDKey holds the trace id in a request's context.
-type traceIDKey struct{}
-
-// ctxLogAttrs starts every log line about a request: its request id, the
-// trace id when the client sent a valid traceparent (from ctx, the
-// request's context), then more. logAttrs is the same from a gin context.
-func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 2+len(more))
-	attrs = append(attrs, slog.String("request_id", reqID))
-	if t, _ := ctx.Value(traceIDKey{}).(string); t != "" {
-		attrs = append(attrs, slog.String("trace_id", t))
-	}
-	return append(attrs, more...)
-}
-
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
-
-// logAttrs is ctxLogAttrs for a request's gin context.
-func logAttrs(c *gin.Context, more ...slog.Attr) []slog.Attr {
-	return ctxLogAttrs(c.Request.Context(), requestID(c), more...)
-}
 
 // instrument feeds the HTTP families of the metrics. It runs first, so it
 // times every middleware and sees the status a panic becomes; it is only
@@ -99,30 +74,6 @@ func (a *API) instrument(c *gin.Context) {
 	}()
 	c.Next()
 }
-
-// routeOf is the route template (never the raw path, which may carry ids a
-// log should not multiply into cardinality), or a marker for unmatched
-// paths. It is in the OpenAPI document's form, /v1/restaurants/{restaurantId}/...,
-// everywhere it is written (access log, metric labels, audit trail), the
-// form partners and the docs use, so a filter copied from one matches the
-// others; gin's own form (:restaurantId) stays inside the router.
-func routeOf(c *gin.Context) string {
-	r := c.FullPath()
-	if r == "" {
-		return "(unmatched)"
-	}
-	if form, ok := routeForms.Load(r); ok {
-		return form.(string)
-	}
-	form := openapi.OpenAPIPath(r)
-	routeForms.Store(r, form)
-	return form
-}
-
-// routeForms maps each gin route path to its OpenAPI form, made once per
-// route instead of by a regular expression per request. It holds only
-// registered routes (FullPath is one or empty), so it is bounded.
-var routeForms sync.Map
 
 // recoverer turns a panic into a 500 problem that says nothing about the
 // internals; its value and stack are the failure's one ERROR line
@@ -145,35 +96,6 @@ func (a *API) recoverer(c *gin.Context) {
 		a.fail(c, err)
 	}()
 	c.Next()
-}
-
-// panicError is a recovered panic as a failure: its value, and the stack
-// where it happened.
-type panicError struct {
-	value any
-	stack string
-}
-
-func (p *panicError) Error() string { return fmt.Sprint("panic: ", p.value) }
-
-// recovered wraps what recover returned, with the stack of the goroutine
-// that panicked (a deferred call still runs on it).
-func recovered(rec any) *panicError {
-	return &panicError{value: rec, stack: string(debug.Stack())}
-}
-
-// logFailure writes the one ERROR line of a failure: its cause (a panic's
-// value and stack), the request and trace ids, and the route. Neither the
-// access line nor any other layer repeats it at ERROR.
-func (a *API) logFailure(ctx context.Context, reqID, route string, err error) {
-	msg, attrs := "internal error", ctxLogAttrs(ctx, reqID, slog.String("route", route))
-	if p, ok := errors.AsType[*panicError](err); ok {
-		msg = "panic"
-		attrs = append(attrs, slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", p.stack))
-	} else {
-		attrs = append(attrs, slog.Any("error", err))
-	}
-	a.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, msg, attrs...)
 }
 
 // accessLog writes one structured line per request. It logs the path

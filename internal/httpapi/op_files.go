@@ -30,13 +30,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-const (
-	// HeaderReprDigest carries the SHA-256 of an upload (RFC 9530).
-	HeaderReprDigest = "Repr-Digest"
-	// urlLifetime is the validity of signed download URLs (spec 8).
-	urlLifetime = 15 * time.Minute
-)
-
 // uploadContentType reads the Content-Type of an upload: a media type
 // (type/subtype; mime.ParseMediaType alone takes a bare token) of 1 to 100
 // characters (spec 2.6), stored as sent.

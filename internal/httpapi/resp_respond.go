@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -124,22 +123,4 @@ func (d dataEnvelope) AppendJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '}'), nil
-}
-
-// pathEcho checks that a body member, when present as a string, repeats
-// the path parameter it must equal.
-func pathEcho(doc map[string]any, member, want, param string) []apperr.FieldError {
-	if v, ok := doc[member].(string); ok && v != want {
-		return []apperr.FieldError{{Pointer: "/" + member, Detail: "must equal the " + param + " in the path"}}
-	}
-	return nil
-}
-
-// remarshal turns a validated generic document into a typed struct.
-func remarshal(doc any, v any) error {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+)
+
+// layers are httpapi's layers from top to bottom; a file belongs to the
+// layer its name starts with (api.go, http_auth.go, op_records.go...). A
+// file may name declarations of its own layer and of the layers below it,
+// never of a layer above: reading from the top, each file only leans on
+// what comes after it.
+var layers = []struct{ prefix, what string }{
+	{"api", "wiring: New and the route table"},
+	{"http", "transport and middleware: REST and MCP faces, auth, limits, logs, bodies, compression"},
+	{"op", "operations: the resources both faces serve"},
+	{"resp", "responses: answers, problem documents, prose"},
+	{"req", "requests: parameters, bodies, the request both faces build"},
+	{"base", "the API receiver and the request state it carries"},
+}
+
+// keptAgainst are the arrows allowed to run up, each with its reason.
+var keptAgainst = map[[2]string]string{}
+
+func layerOf(file string) int {
+	prefix, _, _ := strings.Cut(strings.TrimSuffix(file, ".go"), "_")
+	for i, l := range layers {
+		if l.prefix == prefix {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestLayers(t *testing.T) {
+	g := fileGraph(t)
+	up := 0
+	for _, r := range g {
+		from, to := layerOf(r.From), layerOf(r.To)
+		if from < 0 {
+			t.Errorf("%s: no layer (name it after one of %v)", r.From, layerPrefixes())
+			continue
+		}
+		if to < 0 || to >= from {
+			continue
+		}
+		if _, ok := keptAgainst[[2]string{r.From, r.To}]; ok {
+			continue
+		}
+		up++
+		t.Errorf("%s (%s) names %s of %s (%s), a layer above it", r.From, layers[from].prefix,
+			strings.Join(r.Why, ", "), r.To, layers[to].prefix)
+	}
+	t.Logf("%d arrows between files, %d against the direction", len(g), up)
+}
+
+func layerPrefixes() []string {
+	var out []string
+	for _, l := range layers {
+		out = append(out, l.prefix+"_")
+	}
+	return out
+}

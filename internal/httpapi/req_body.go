@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// trackedBody notes whether its reader got to the end of the body.
+type trackedBody struct {
+	io.ReadCloser
+	length, read int64
+	ended        bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if errors.Is(err, io.EOF) || (b.length >= 0 && b.read >= b.length) {
+		b.ended = true
+	}
+	return n, err
+}
+
+// trackBody wraps a request's body (when it has one) so a refusal can
+// tell whether it was read.
+func trackBody(c *gin.Context) {
+	r := c.Request
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	b := &trackedBody{ReadCloser: r.Body, length: r.ContentLength}
+	r.Body = b
+	c.Set(ctxBody, b)
+}
+
+// closeUnread makes the answer to a request whose body was not read to
+// its end close the connection, lingerUnread after it is written.
+func closeUnread(c *gin.Context) {
+	v, ok := c.Get(ctxBody)
+	if b, _ := v.(*trackedBody); !ok || b.ended {
+		return
+	}
+	c.Header("Connection", "close")
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(lingerUnread))
+}
