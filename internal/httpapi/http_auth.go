@@ -9,19 +9,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
-const (
-	ctxPrincipal    = "foodsafe.principal"
-	ctxAuditOutcome = "foodsafe.auditOutcome"
-	// ctxAuditRestaurant names the restaurant of a request whose path has
-	// none (an MCP tool call's restaurantId argument).
-	ctxAuditRestaurant = "foodsafe.auditRestaurant"
-)
-
-// principal is the authenticated caller; only valid behind authenticate.
-func principal(c *gin.Context) *auth.Principal {
-	return c.MustGet(ctxPrincipal).(*auth.Principal)
-}
-
 // authenticate resolves the bearer credential (spec 5.3) and counts the
 // request against the key's budget. Failed authentications count against
 // the client IP's budget instead, so guessing is throttled too.
@@ -40,9 +27,9 @@ func (a *API) authenticate(c *gin.Context) {
 	}
 	if r.principal == nil {
 		a.metrics.Authentication(r.credential, string(r.reason))
-		c.Set(ctxAuditOutcome, string(r.reason))
+		auditOutcomeKey.set(c, string(r.reason))
 		if r.publicID != "" {
-			c.Set(ctxLogKeyID, r.publicID)
+			logKeyIDKey.set(c, r.publicID)
 		}
 		if !a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
 			return
@@ -53,8 +40,8 @@ func (a *API) authenticate(c *gin.Context) {
 	}
 	a.metrics.Authentication(r.credential, metrics.AuthOK)
 	p := r.principal
-	c.Set(ctxLogKeyID, p.KeyPublicID)
-	c.Set(ctxPrincipal, p)
+	logKeyIDKey.set(c, p.KeyPublicID)
+	principalKey.set(c, p)
 	if !a.limitBy(c, metrics.BucketKey, p.KeyPublicID) {
 		return
 	}

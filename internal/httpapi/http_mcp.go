@@ -85,9 +85,9 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 // errors and tool results are the SDK's answers.
 func (a *API) mcpServe(c *gin.Context) (err error) {
 	defer func() {
-		if err != nil && c.GetString(ctxAuditOutcome) == "" {
+		if err != nil && auditOutcomeKey.value(c) == "" {
 			// Refused before the SDK read a method: the row says why.
-			c.Set(ctxAuditOutcome, mcpRefusal(err))
+			auditOutcomeKey.set(c, mcpRefusal(err))
 		}
 	}()
 	if err := jsonContentType(c); err != nil {
@@ -102,7 +102,7 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 		return err
 	}
 	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
-		c.Set(ctxAuditOutcome, "batch refused")
+		auditOutcomeKey.set(c, "batch refused")
 		return errBatch
 	}
 	if err := validate.Bounds(body); err != nil {
@@ -125,9 +125,9 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 	if outcome == "" && w.refused != 0 {
 		outcome = rpcRefusal(w.text.Bytes())
 	}
-	c.Set(ctxAuditOutcome, outcome)
-	c.Set(ctxLogMCP, outcome)
-	c.Set(ctxAuditRestaurant, restaurant)
+	auditOutcomeKey.set(c, outcome)
+	logMCPKey.set(c, outcome)
+	auditRestaurantKey.set(c, restaurant)
 	switch {
 	case w.failed != 0:
 		return a.sdkFailure(w.failed, w.text.String())

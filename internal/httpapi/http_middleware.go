@@ -21,7 +21,6 @@ import (
 )
 
 const (
-	ctxRequestID = "foodsafe.requestID"
 	// HeaderRequestID is echoed or generated on every response.
 	HeaderRequestID = "X-Request-ID"
 	maxRequestIDLen = 200
@@ -50,7 +49,7 @@ func withRequestID(c *gin.Context) {
 	if !saneRequestID(id) {
 		id = rand.Text()
 	}
-	c.Set(ctxRequestID, id)
+	requestIDKey.set(c, id)
 	c.Header(HeaderRequestID, id)
 	trackBody(c)
 	if t := traceID(c.Request.Header); t != "" {
@@ -60,8 +59,6 @@ func withRequestID(c *gin.Context) {
 	}
 	c.Next()
 }
-
-func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
 
 // instrument feeds the HTTP families of the metrics. It runs first, so it
 // times every middleware and sees the status a panic becomes; it is only
@@ -132,20 +129,14 @@ func (a *API) accessLog(c *gin.Context) {
 // id; for MCP, the method and tool) to the access log line.
 func (a *API) logAttrsFromContext(c *gin.Context) []slog.Attr {
 	var attrs []slog.Attr
-	if v, ok := c.Get(ctxLogKeyID); ok {
-		attrs = append(attrs, slog.String("key", v.(string)))
+	if v, ok := logKeyIDKey.get(c); ok {
+		attrs = append(attrs, slog.String("key", v))
 	}
-	if v := c.GetString(ctxLogMCP); v != "" {
+	if v := logMCPKey.value(c); v != "" {
 		attrs = append(attrs, slog.String("mcp", v))
 	}
 	return attrs
 }
-
-// ctxLogKeyID holds the public id of the authenticated key, for the access log.
-const ctxLogKeyID = "foodsafe.logKeyID"
-
-// ctxLogMCP holds what an MCP request called (its audit outcome).
-const ctxLogMCP = "foodsafe.logMCP"
 
 // strictQuery rejects query strings that do not parse: gin's accessors
 // would otherwise drop the broken pair silently and answer as if the
@@ -184,9 +175,9 @@ func (a *API) auditTrail(c *gin.Context) {
 	if addr, err := netip.ParseAddr(c.ClientIP()); err == nil {
 		ip = addr
 	}
-	outcome := c.GetString(ctxAuditOutcome)
+	outcome := auditOutcomeKey.value(c)
 	if byShape(c, route, status) {
-		key := c.GetString(ctxLogKeyID)
+		key := logKeyIDKey.value(c)
 		if outcome == string(auth.ReasonUnknown) {
 			key = "" // an id that names no key: one shape per guess otherwise
 		}
@@ -200,8 +191,8 @@ func (a *API) auditTrail(c *gin.Context) {
 		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
-		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),
-		KeyPublicID:  c.GetString(ctxLogKeyID),
+		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), auditRestaurantKey.value(c))), 200),
+		KeyPublicID:  logKeyIDKey.value(c),
 		Outcome:      outcome,
 		ClientIP:     ip,
 	})
@@ -216,7 +207,7 @@ func byShape(c *gin.Context, route string, status int) bool {
 	if status == http.StatusTooManyRequests {
 		return true
 	}
-	if _, authenticated := c.Get(ctxPrincipal); authenticated {
+	if _, authenticated := principalKey.get(c); authenticated {
 		return false
 	}
 	return !(strings.HasPrefix(route, "/v1/files/") && status < 400)

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
@@ -18,14 +16,6 @@ import (
 // (Connection: close, which skips the first read) and give what is left
 // of the body lingerUnread to arrive (the second read), so a client still
 // sending is not reset before it has read the answer.
-
-// lingerUnread is how long a refused request's remaining body may keep
-// arriving after the answer, before the connection closes: net/http's
-// own delay before it closes a connection a client is still writing to.
-const lingerUnread = 500 * time.Millisecond
-
-// ctxBody holds the request's body as it arrived (trackedBody).
-const ctxBody = "foodsafe.body"
 
 // refuseAmbiguousFraming answers 400 to a request carrying both
 // Content-Length and Transfer-Encoding (RFC 9112 6.3: a possible

@@ -201,7 +201,7 @@ func (a *API) errTooLarge() error {
 func (a *API) uploadFailed(c *gin.Context, body *idleBody, w metrics.Write, collection string, err error) error {
 	switch {
 	case body.idled:
-		c.Set(ctxServerCut, true)
+		serverCutKey.set(c, true)
 		return a.errUploadStalled()
 	case errors.Is(err, blob.ErrTooLarge):
 		return a.errTooLarge()

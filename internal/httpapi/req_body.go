@@ -25,6 +25,9 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// bodyKey holds the request's body as it arrived, when it has one.
+var bodyKey = stateKey[*trackedBody]{"body"}
+
 // trackBody wraps a request's body (when it has one) so a refusal can
 // tell whether it was read.
 func trackBody(c *gin.Context) {
@@ -34,16 +37,20 @@ func trackBody(c *gin.Context) {
 	}
 	b := &trackedBody{ReadCloser: r.Body, length: r.ContentLength}
 	r.Body = b
-	c.Set(ctxBody, b)
+	bodyKey.set(c, b)
 }
 
 // closeUnread makes the answer to a request whose body was not read to
 // its end close the connection, lingerUnread after it is written.
 func closeUnread(c *gin.Context) {
-	v, ok := c.Get(ctxBody)
-	if b, _ := v.(*trackedBody); !ok || b.ended {
+	if b, ok := bodyKey.get(c); !ok || b.ended {
 		return
 	}
 	c.Header("Connection", "close")
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(lingerUnread))
 }
+
+// lingerUnread is how long a refused request's remaining body may keep
+// arriving after the answer, before the connection closes: net/http's
+// own delay before it closes a connection a client is still writing to.
+const lingerUnread = 500 * time.Millisecond

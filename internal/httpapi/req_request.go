@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"reflect"
 
 	"github.com/gin-gonic/gin"
@@ -78,4 +80,33 @@ func remarshal(doc any, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// baseURL prefixes the signed download URLs of the filesystem store:
+// FOODSAFE_BASE_URL, or this server's own address, as the connection
+// reached it. Never the request's Host, for the reason problemType gives:
+// a caller must not choose the host of a URL another client may be handed
+// (a shared cache, a link copied into a report), which would send that
+// client's download, and the URL's signature, wherever the caller chose.
+func (a *API) baseURL(c *gin.Context) string {
+	local, _ := c.Request.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, local)
+}
+
+// baseURL is the configured base URL, else http(s):// and the address the
+// connection reached on this server (an address of the server's, whatever
+// the request says), else localhost.
+func baseURL(configured string, tls bool, local net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	host := "localhost"
+	if local != nil {
+		host = local.String()
+	}
+	return scheme + "://" + host
 }
