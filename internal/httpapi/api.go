@@ -1,8 +1,18 @@
-// Package httpapi is the HTTP face of the service: the route table
-// (routes.go), the middleware chain (middleware.go, auth.go, ratelimit.go)
-// and one file per resource. Handlers stay small: parse, validate, call the
-// store, respond (respond.go). They return errors, *apperr.Error for
-// anything a client should hear about, and problem.go renders them.
+// Package httpapi is the HTTP face of the service. Its files are named by
+// layer, top to bottom, and each names only declarations of its own layer
+// and the layers below (TestLayers, layers_test.go):
+//
+//   - api_: the wiring, New and the route table (api_routes.go);
+//   - http_: the REST and MCP faces and the middleware (auth, rate limits,
+//     request ids and logs, unread bodies, compression, canned answers);
+//   - op_: one file per resource, the operations both faces serve;
+//   - resp_: answers, problem documents (resp_problem.go), prose;
+//   - req_: parameters, bodies and the request both faces build;
+//   - base: the API receiver and the typed request state (base_state.go).
+//
+// Handlers stay small: parse, validate, call the store, respond. They
+// return errors, *apperr.Error for anything a client should hear about,
+// and resp_problem.go renders them.
 package httpapi
 
 import (

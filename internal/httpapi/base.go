@@ -19,7 +19,10 @@ import (
 	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
-// API holds the dependencies shared by handlers and middleware.
+// API holds the dependencies shared by handlers and middleware. Every
+// layer hangs its methods on it, so it sits below them all; three of its
+// fields hold the state of a layer above (the MCP tools, the health
+// routes' cache, the upload slots), the arrows TestLayers names as kept.
 type API struct {
 	cfg     config.Config
 	store   *store.Store
@@ -36,19 +39,19 @@ type API struct {
 	now     func() time.Time
 	// openapiJSON is the document served at /openapi.json, built once.
 	openapiJSON []byte
-	// mcpTools are the MCP tools (mcp_tools.go), mcpHandler the SDK's
+	// mcpTools are the MCP tools (http_mcp_tools.go), mcpHandler the SDK's
 	// handler behind POST /mcp, mcpServers one MCP server per set of
 	// visible tools (toolGroup -> *mcp.Server), built on first use.
 	mcpTools   []mcpTool
 	mcpHandler http.Handler
 	mcpServers sync.Map
-	// uploads caps the file uploads in progress (uploads.go).
+	// uploads caps the file uploads in progress (op_uploads.go).
 	uploads *uploadSlots
 	// health is what the health routes keep between requests.
 	health healthState
 	// compress compresses the answers of every route not marked Raw.
 	compress gin.HandlerFunc
 	// largeAnswers is the budget of MCP answers being encoded at once
-	// (mcp_answers.go).
+	// (http_mcp_answers.go).
 	largeAnswers *semaphore.Weighted
 }

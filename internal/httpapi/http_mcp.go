@@ -25,7 +25,7 @@ import (
 // github.com/modelcontextprotocol/go-sdk): the route's middleware
 // authenticates, rate limits and audits it like any other request, and
 // every tool calls the operation of a REST route after that route's access
-// check (mcp_tools.go). The SDK runs stateless with JSON responses, so any
+// check (http_mcp_tools.go). The SDK runs stateless with JSON responses, so any
 // process answers any request and there is no session to keep.
 
 // mcpCall is what one POST /mcp carries into the SDK and brings back out:
@@ -47,7 +47,7 @@ type mcpCall struct {
 	rpcError bool
 	panicked bool
 	// held is what the answer holds of the budget of large answers
-	// (mcp_answers.go), given back once it is written (answered).
+	// (http_mcp_answers.go), given back once it is written (answered).
 	held     int64
 	answered bool
 }

@@ -25,7 +25,7 @@ import (
 // The MCP tools. Each is the other face of a REST route: it calls the
 // route's operation after the route's access check, with the same
 // parameters under the same names, and sends the same wire struct as
-// structured output (plus a short text rendering, mcp_text.go).
+// structured output (plus a short text rendering, http_mcp_text.go).
 
 // toolGroup is a set of tools a key may use somewhere; tools/list shows a
 // key only the groups its grants open.

@@ -4,12 +4,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// The reads of the service are operations that know nothing of their face:
-// a REST route serves one (serve, below) and an MCP tool calls the same one
-// (mcp_tools.go), after the same access check (allow). Each takes its
-// parameters as the raw text a client sent, so both faces parse them with
-// the same code and refuse them with the same messages, and each returns
-// the wire struct both faces send.
+// The reads of the service are operations that know nothing of their face
+// (request and operation, req_request.go): a REST route serves one (serve,
+// below) and an MCP tool calls the same one (http_mcp_tools.go), after the
+// same access check (allow).
 
 // serve is the REST face of an operation: its result as the JSON body.
 func (a *API) serve(o operation) handler {

@@ -14,7 +14,7 @@ type route struct {
 	// Need, for routes under /v1/restaurants/:restaurantId (and the ingest
 	// paths), names the scopes the request needs on that restaurant.
 	Need *need
-	// Handler serves the route; or Op, a read both faces offer (ops.go),
+	// Handler serves the route; or Op, a read both faces offer (req_request.go),
 	// which the route serves as its JSON body.
 	Handler handler
 	Op      operation
@@ -22,7 +22,7 @@ type route struct {
 	// failures implied by the fields above are filled in by op().
 	Doc openapi.Op
 	// Raw marks a route whose answer is stored bytes (a file download,
-	// ranges included): never compressed (compress.go).
+	// ranges included): never compressed (http_compress.go).
 	Raw bool
 }
 

@@ -517,3 +517,6 @@ var (
 
 const freshURL = "For a fresh one, list the files again (GET .../records/{recordId}/assets or " +
 	".../deliveries/{deliveryId}/images) and download with the new url before its urlExpiresAt."
+
+// HeaderReprDigest carries the SHA-256 of an upload (RFC 9530).
+const HeaderReprDigest = "Repr-Digest"

@@ -13,6 +13,13 @@ import (
 	"github.com/foodsafe/foodsafe/internal/auth"
 )
 
+// The reads of the service are operations that know nothing of their face:
+// a REST route (serve, http_rest.go) and an MCP tool (http_mcp_tools.go)
+// build the same request. An operation takes its parameters as the raw text
+// a client sent, so both faces parse them with the same code and refuse
+// them with the same messages, and it returns the wire struct both faces
+// send.
+
 // params is where an operation reads its parameters: a REST request's path
 // and query string, or an MCP tool call's arguments.
 type params interface {
