@@ -41,7 +41,9 @@ func layerOf(file string) int {
 func TestLayers(t *testing.T) {
 	g := fileGraph(t)
 	up, kept := 0, 0
+	seen := map[[2]string]bool{}
 	for _, r := range g {
+		seen[[2]string{r.From, r.To}] = true
 		from, to := layerOf(r.From), layerOf(r.To)
 		if from < 0 {
 			t.Errorf("%s: no layer (name it after one of %v)", r.From, layerPrefixes())
@@ -57,6 +59,11 @@ func TestLayers(t *testing.T) {
 		up++
 		t.Errorf("%s (%s) names %s of %s (%s), a layer above it", r.From, layers[from].prefix,
 			strings.Join(r.Why, ", "), r.To, layers[to].prefix)
+	}
+	for k, why := range keptAgainst {
+		if !seen[k] {
+			t.Errorf("%s -> %s is kept against the direction (%s) but no longer exists: remove it from keptAgainst", k[0], k[1], why)
+		}
 	}
 	t.Logf("%d arrows between files, %d against the direction, %d of them kept", len(g), up+kept, kept)
 }
