@@ -4,7 +4,7 @@
 //
 //   - api_: the wiring, New and the route table (api_routes.go);
 //   - http_: the REST and MCP faces and the middleware (auth, rate limits,
-//     request ids and logs, unread bodies, compression, canned answers);
+//     request ids and logs, framing, compression, canned answers);
 //   - op_: one file per resource, the operations both faces serve;
 //   - resp_: answers, problem documents (resp_problem.go), prose;
 //   - req_: parameters, bodies and the request both faces build;

@@ -9,6 +9,16 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// A refusal must not wait for a body nobody will read. Left alone,
+// net/http reads up to 256 KiB of an unread body before it writes the
+// answer, and reads it again when the handler returns, so a client
+// refused in middleware (401, 429) that trickles its body gets its answer
+// and its connection back only at the read timeout. Refusals of a request
+// whose body is not read to its end therefore close the connection
+// (Connection: close, which skips the first read) and give what is left
+// of the body lingerUnread to arrive (the second read), so a client still
+// sending is not reset before it has read the answer.
+
 // trackedBody notes whether its reader got to the end of the body.
 type trackedBody struct {
 	io.ReadCloser
