@@ -9,14 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -27,57 +25,6 @@ import (
 // every tool calls the operation of a REST route after that route's access
 // check (http_mcp_tools.go). The SDK runs stateless with JSON responses, so any
 // process answers any request and there is no session to keep.
-
-// mcpCall is what one POST /mcp carries into the SDK and brings back out:
-// who is calling, for the tools, and what was called, for the audit trail.
-// The SDK handles messages on its own goroutines, hence the lock.
-type mcpCall struct {
-	principal *auth.Principal
-	// groups are the tool groups the principal opens (toolGroupsOf).
-	groups    toolGroup
-	requestID string
-	baseURL   string
-
-	mu         sync.Mutex
-	method     string
-	tool       string
-	restaurant string
-	toolError  bool
-	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
-	rpcError bool
-	panicked bool
-	// held is what the answer holds of the budget of large answers
-	// (http_mcp_answers.go), given back once it is written (answered).
-	held     int64
-	answered bool
-}
-
-type mcpCallKey struct{}
-
-func callFrom(ctx context.Context) *mcpCall {
-	c, _ := ctx.Value(mcpCallKey{}).(*mcpCall)
-	return c
-}
-
-// outcome is the audit row's outcome of an MCP request: the JSON-RPC
-// method, the tool name for tools/call, and whether the tool failed.
-func (c *mcpCall) outcome() (outcome, restaurant string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o := c.method
-	if c.tool != "" {
-		o += " " + c.tool
-	}
-	switch {
-	case c.panicked:
-		o += " (panic)"
-	case c.toolError:
-		o += " (tool error)"
-	case c.rpcError:
-		o += " (protocol error)"
-	}
-	return storableText(o, 200), c.restaurant
-}
 
 // mcpServe is POST /mcp. Failures of the transport (a body that is not
 // JSON-RPC, a wrong Accept header, an unsupported protocol version, a body
@@ -267,10 +214,6 @@ const mcpInstructions = "Food-safety records of restaurants (deliveries, tempera
 	"UTC date in brackets). Lists come in pages: pass a result's nextCursor as cursor, with every other argument " +
 	"unchanged, until nextCursor is null. " + emptyCaveat
 
-// emptyCaveat is spec 1's warning, repeated wherever a model reads a list.
-const emptyCaveat = "An empty result or a missing record does not prove that nothing happened: only records captured " +
-	"after the restaurant was enabled are held, and a device may not have uploaded yet; a count is not a compliance figure."
-
 // newMCPHandler builds the SDK's HTTP handler. getServer runs twice per
 // POST, so it must be cheap: it picks one of at most 2^groups servers,
 // built once each (mcpServerFor).
@@ -354,23 +297,6 @@ func (a *API) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
-
-// logPanic is the one ERROR line of a panic on the SDK's goroutines (the
-// answer is a JSON-RPC error or a tool error, so the access line is an
-// INFO), and marks the call for the audit trail.
-func (a *API) logPanic(ctx context.Context, call *mcpCall, method string, rec any) {
-	reqID := ""
-	if call != nil {
-		reqID = call.requestID
-		call.mu.Lock()
-		call.panicked = true
-		call.mu.Unlock()
-	}
-	a.logFailure(ctx, reqID, mcpPath+" "+method, recovered(rec))
-}
-
-// mcpPath is the route of the MCP endpoint.
-const mcpPath = "/mcp"
 
 // sdkLog is the SDK's logger: warnings and errors only (it logs every
 // throwaway session at info), marked as the SDK's.

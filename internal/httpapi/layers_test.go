@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,4 +75,53 @@ func layerPrefixes() []string {
 		out = append(out, l.prefix+"_")
 	}
 	return out
+}
+
+// Within a layer too, the files read in one direction: no file names
+// another that names it back, directly or through others (the kept arrows
+// aside), so the files have an order in which each leans only on those
+// after it.
+func TestFilesHaveNoCycle(t *testing.T) {
+	next := map[string][]string{}
+	for _, r := range fileGraph(t) {
+		if _, ok := keptAgainst[[2]string{r.From, r.To}]; !ok {
+			next[r.From] = append(next[r.From], r.To)
+		}
+	}
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(f string)
+	visit = func(f string) {
+		state[f] = open
+		path = append(path, f)
+		for _, g := range next[f] {
+			switch state[g] {
+			case unseen:
+				visit(g)
+			case open:
+				i := len(path) - 1
+				for path[i] != g {
+					i--
+				}
+				t.Errorf("files name each other: %s -> %s", strings.Join(path[i:], " -> "), g)
+			}
+		}
+		path = path[:len(path)-1]
+		state[f] = done
+	}
+	var files []string
+	for f := range next {
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		if state[f] == unseen {
+			visit(f)
+		}
+	}
 }

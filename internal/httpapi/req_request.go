@@ -59,18 +59,6 @@ func op[Out any](f func(ctx context.Context, r request) (Out, error)) operation 
 	}
 }
 
-// restParams reads a REST request's path and query string.
-type restParams struct{ c *gin.Context }
-
-func (p restParams) path(name string) string { return p.c.Param(name) }
-
-func (p restParams) query(name string) (string, bool, error) { return queryOnce(p.c, name) }
-
-// restRequest is the request of an operation served over REST.
-func (a *API) restRequest(c *gin.Context) request {
-	return request{principal: principal(c), params: restParams{c}, baseURL: a.baseURL(c), defaultLimit: restDefaultLimit}
-}
-
 // pathEcho checks that a body member, when present as a string, repeats
 // the path parameter it must equal.
 func pathEcho(doc map[string]any, member, want, param string) []apperr.FieldError {
