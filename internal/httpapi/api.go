@@ -1,6 +1,7 @@
 // Package httpapi is the HTTP face of the service. Its files are named by
 // layer, top to bottom, and each names only declarations of its own layer
-// and the layers below (TestLayers, layers_test.go):
+// and the layers below (TestLayers, layers_test.go); within a layer no two
+// files name each other, directly or through others (TestFilesHaveNoCycle):
 //
 //   - api_: the wiring, New and the route table (api_routes.go);
 //   - http_: the REST and MCP faces and the middleware (auth, rate limits,
