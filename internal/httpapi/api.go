@@ -1,19 +1,28 @@
-// Package httpapi is the HTTP face of the service: the route table
-// (routes.go), the middleware chain (middleware.go, auth.go, ratelimit.go)
-// and one file per resource. Handlers stay small: parse, validate, call the
-// store, respond (respond.go). They return errors, *apperr.Error for
-// anything a client should hear about, and problem.go renders them.
+// Package httpapi is the HTTP face of the service. Its files are named by
+// layer, top to bottom, and each names only declarations of its own layer
+// and the layers below (TestLayers, layers_test.go); within a layer no two
+// files name each other, directly or through others (TestFilesHaveNoCycle):
+//
+//   - api_: the wiring, New and the route table (api_routes.go);
+//   - http_: the REST and MCP faces and the middleware (auth, rate limits,
+//     request ids and logs, framing, compression, canned answers);
+//   - op_: one file per resource, the operations both faces serve;
+//   - resp_: answers, problem documents (resp_problem.go), prose;
+//   - req_: parameters, bodies and the request both faces build;
+//   - base: the API receiver and the typed request state (base_state.go).
+//
+// Handlers stay small: parse, validate, call the store, respond. They
+// return errors, *apperr.Error for anything a client should hear about,
+// and resp_problem.go renders them.
 package httpapi
 
 import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
@@ -42,40 +51,6 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
-}
-
-// API holds the dependencies shared by handlers and middleware.
-type API struct {
-	cfg     config.Config
-	store   *store.Store
-	log     *slog.Logger
-	audit   *audit.Writer
-	limiter *ratelimit.Limiter
-	schemas *validate.Set
-	// cursors issues and reads the cursors of every list.
-	cursors *cursor.Issuer
-	blobs   blob.Store
-	// files serves /v1/files when the store is the filesystem; nil otherwise.
-	files   *blob.FS
-	metrics *metrics.Metrics
-	now     func() time.Time
-	// openapiJSON is the document served at /openapi.json, built once.
-	openapiJSON []byte
-	// mcpTools are the MCP tools (mcp_tools.go), mcpHandler the SDK's
-	// handler behind POST /mcp, mcpServers one MCP server per set of
-	// visible tools (toolGroup -> *mcp.Server), built on first use.
-	mcpTools   []mcpTool
-	mcpHandler http.Handler
-	mcpServers sync.Map
-	// uploads caps the file uploads in progress (uploads.go).
-	uploads *uploadSlots
-	// health is what the health routes keep between requests.
-	health healthState
-	// compress compresses the answers of every route not marked Raw.
-	compress gin.HandlerFunc
-	// largeAnswers is the budget of MCP answers being encoded at once
-	// (mcp_answers.go).
-	largeAnswers *semaphore.Weighted
 }
 
 // trustedProxies is gin's form of the setting; nil trusts nobody.

@@ -30,13 +30,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-const (
-	// HeaderReprDigest carries the SHA-256 of an upload (RFC 9530).
-	HeaderReprDigest = "Repr-Digest"
-	// urlLifetime is the validity of signed download URLs (spec 8).
-	urlLifetime = 15 * time.Minute
-)
-
 // uploadContentType reads the Content-Type of an upload: a media type
 // (type/subtype; mime.ParseMediaType alone takes a bare token) of 1 to 100
 // characters (spec 2.6), stored as sent.
@@ -208,7 +201,7 @@ func (a *API) errTooLarge() error {
 func (a *API) uploadFailed(c *gin.Context, body *idleBody, w metrics.Write, collection string, err error) error {
 	switch {
 	case body.idled:
-		c.Set(ctxServerCut, true)
+		serverCutKey.set(c, true)
 		return a.errUploadStalled()
 	case errors.Is(err, blob.ErrTooLarge):
 		return a.errTooLarge()
@@ -524,3 +517,6 @@ var (
 
 const freshURL = "For a fresh one, list the files again (GET .../records/{recordId}/assets or " +
 	".../deliveries/{deliveryId}/images) and download with the new url before its urlExpiresAt."
+
+// HeaderReprDigest carries the SHA-256 of an upload (RFC 9530).
+const HeaderReprDigest = "Repr-Digest"

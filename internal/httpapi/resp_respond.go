@@ -1,14 +1,11 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -32,38 +29,6 @@ func (a *API) handle(h handler) gin.HandlerFunc {
 		if err := h(c); err != nil {
 			a.fail(c, err)
 		}
-	}
-}
-
-// ingest counts how an ingest write ended (foodsafe_ingest_writes_total):
-// the answer's Idempotent-Replayed header tells a replay from a new write,
-// and a rejection's reason is the problem type the client receives (fail
-// decides the same way: a client that hung up first is a 499).
-func (a *API) ingest(w metrics.Write, h handler) handler {
-	if a.metrics == nil {
-		return h
-	}
-	return func(c *gin.Context) error {
-		err := h(c)
-		var o metrics.Outcome
-		reason := ""
-		switch {
-		case err == nil && c.Writer.Header().Get(HeaderReplayed) == "true":
-			o = metrics.Replayed
-		case err == nil:
-			o = metrics.Applied
-		case c.Request.Context().Err() != nil:
-			o, reason = metrics.Rejected, metrics.ReasonClientClosed
-		case apperr.Is(err, apperr.Conflict):
-			o = metrics.Conflicted
-		default:
-			o, reason = metrics.Rejected, string(apperr.Internal)
-			if e, ok := apperr.As(err); ok {
-				reason = string(e.Code)
-			}
-		}
-		a.metrics.IngestWrite(w, c.Param("collection"), o, reason)
-		return err
 	}
 }
 
@@ -124,22 +89,4 @@ func (d dataEnvelope) AppendJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '}'), nil
-}
-
-// pathEcho checks that a body member, when present as a string, repeats
-// the path parameter it must equal.
-func pathEcho(doc map[string]any, member, want, param string) []apperr.FieldError {
-	if v, ok := doc[member].(string); ok && v != want {
-		return []apperr.FieldError{{Pointer: "/" + member, Detail: "must equal the " + param + " in the path"}}
-	}
-	return nil
-}
-
-// remarshal turns a validated generic document into a typed struct.
-func remarshal(doc any, v any) error {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

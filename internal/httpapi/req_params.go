@@ -182,3 +182,15 @@ func (a *API) notAhead(now, at int64, pointer string) []apperr.FieldError {
 	}
 	return nil
 }
+
+// restParams reads a REST request's path and query string.
+type restParams struct{ c *gin.Context }
+
+func (p restParams) path(name string) string { return p.c.Param(name) }
+
+func (p restParams) query(name string) (string, bool, error) { return queryOnce(p.c, name) }
+
+// restRequest is the request of an operation served over REST.
+func (a *API) restRequest(c *gin.Context) request {
+	return request{principal: principal(c), params: restParams{c}, baseURL: a.baseURL(c), defaultLimit: restDefaultLimit}
+}

@@ -4,15 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -21,12 +17,11 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/audit"
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/openapi"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/redact"
 )
 
 const (
-	ctxRequestID = "foodsafe.requestID"
 	// HeaderRequestID is echoed or generated on every response.
 	HeaderRequestID = "X-Request-ID"
 	maxRequestIDLen = 200
@@ -55,7 +50,7 @@ func withRequestID(c *gin.Context) {
 	if !saneRequestID(id) {
 		id = rand.Text()
 	}
-	c.Set(ctxRequestID, id)
+	requestIDKey.set(c, id)
 	c.Header(HeaderRequestID, id)
 	trackBody(c)
 	if t := traceID(c.Request.Header); t != "" {
@@ -64,28 +59,6 @@ func withRequestID(c *gin.Context) {
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), traceIDKey{}, t))
 	}
 	c.Next()
-}
-
-// traceIDKey holds the trace id in a request's context.
-type traceIDKey struct{}
-
-// ctxLogAttrs starts every log line about a request: its request id, the
-// trace id when the client sent a valid traceparent (from ctx, the
-// request's context), then more. logAttrs is the same from a gin context.
-func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 2+len(more))
-	attrs = append(attrs, slog.String("request_id", reqID))
-	if t, _ := ctx.Value(traceIDKey{}).(string); t != "" {
-		attrs = append(attrs, slog.String("trace_id", t))
-	}
-	return append(attrs, more...)
-}
-
-func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
-
-// logAttrs is ctxLogAttrs for a request's gin context.
-func logAttrs(c *gin.Context, more ...slog.Attr) []slog.Attr {
-	return ctxLogAttrs(c.Request.Context(), requestID(c), more...)
 }
 
 // instrument feeds the HTTP families of the metrics. It runs first, so it
@@ -99,30 +72,6 @@ func (a *API) instrument(c *gin.Context) {
 	}()
 	c.Next()
 }
-
-// routeOf is the route template (never the raw path, which may carry ids a
-// log should not multiply into cardinality), or a marker for unmatched
-// paths. It is in the OpenAPI document's form, /v1/restaurants/{restaurantId}/...,
-// everywhere it is written (access log, metric labels, audit trail), the
-// form partners and the docs use, so a filter copied from one matches the
-// others; gin's own form (:restaurantId) stays inside the router.
-func routeOf(c *gin.Context) string {
-	r := c.FullPath()
-	if r == "" {
-		return "(unmatched)"
-	}
-	if form, ok := routeForms.Load(r); ok {
-		return form.(string)
-	}
-	form := openapi.OpenAPIPath(r)
-	routeForms.Store(r, form)
-	return form
-}
-
-// routeForms maps each gin route path to its OpenAPI form, made once per
-// route instead of by a regular expression per request. It holds only
-// registered routes (FullPath is one or empty), so it is bounded.
-var routeForms sync.Map
 
 // recoverer turns a panic into a 500 problem that says nothing about the
 // internals; its value and stack are the failure's one ERROR line
@@ -145,35 +94,6 @@ func (a *API) recoverer(c *gin.Context) {
 		a.fail(c, err)
 	}()
 	c.Next()
-}
-
-// panicError is a recovered panic as a failure: its value, and the stack
-// where it happened.
-type panicError struct {
-	value any
-	stack string
-}
-
-func (p *panicError) Error() string { return fmt.Sprint("panic: ", p.value) }
-
-// recovered wraps what recover returned, with the stack of the goroutine
-// that panicked (a deferred call still runs on it).
-func recovered(rec any) *panicError {
-	return &panicError{value: rec, stack: string(debug.Stack())}
-}
-
-// logFailure writes the one ERROR line of a failure: its cause (a panic's
-// value and stack), the request and trace ids, and the route. Neither the
-// access line nor any other layer repeats it at ERROR.
-func (a *API) logFailure(ctx context.Context, reqID, route string, err error) {
-	msg, attrs := "internal error", ctxLogAttrs(ctx, reqID, slog.String("route", route))
-	if p, ok := errors.AsType[*panicError](err); ok {
-		msg = "panic"
-		attrs = append(attrs, slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", p.stack))
-	} else {
-		attrs = append(attrs, slog.Any("error", err))
-	}
-	a.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, msg, attrs...)
 }
 
 // accessLog writes one structured line per request. It logs the path
@@ -210,20 +130,14 @@ func (a *API) accessLog(c *gin.Context) {
 // id; for MCP, the method and tool) to the access log line.
 func (a *API) logAttrsFromContext(c *gin.Context) []slog.Attr {
 	var attrs []slog.Attr
-	if v, ok := c.Get(ctxLogKeyID); ok {
-		attrs = append(attrs, slog.String("key", v.(string)))
+	if v, ok := logKeyIDKey.get(c); ok {
+		attrs = append(attrs, slog.String("key", v))
 	}
-	if v := c.GetString(ctxLogMCP); v != "" {
+	if v := logMCPKey.value(c); v != "" {
 		attrs = append(attrs, slog.String("mcp", v))
 	}
 	return attrs
 }
-
-// ctxLogKeyID holds the public id of the authenticated key, for the access log.
-const ctxLogKeyID = "foodsafe.logKeyID"
-
-// ctxLogMCP holds what an MCP request called (its audit outcome).
-const ctxLogMCP = "foodsafe.logMCP"
 
 // strictQuery rejects query strings that do not parse: gin's accessors
 // would otherwise drop the broken pair silently and answer as if the
@@ -262,9 +176,9 @@ func (a *API) auditTrail(c *gin.Context) {
 	if addr, err := netip.ParseAddr(c.ClientIP()); err == nil {
 		ip = addr
 	}
-	outcome := c.GetString(ctxAuditOutcome)
+	outcome := auditOutcomeKey.value(c)
 	if byShape(c, route, status) {
-		key := c.GetString(ctxLogKeyID)
+		key := logKeyIDKey.value(c)
 		if outcome == string(auth.ReasonUnknown) {
 			key = "" // an id that names no key: one shape per guess otherwise
 		}
@@ -278,8 +192,8 @@ func (a *API) auditTrail(c *gin.Context) {
 		Route:        route,
 		Status:       status,
 		RequestID:    requestID(c),
-		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), c.GetString(ctxAuditRestaurant))), 200),
-		KeyPublicID:  c.GetString(ctxLogKeyID),
+		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), auditRestaurantKey.value(c))), 200),
+		KeyPublicID:  logKeyIDKey.value(c),
 		Outcome:      outcome,
 		ClientIP:     ip,
 	})
@@ -294,7 +208,7 @@ func byShape(c *gin.Context, route string, status int) bool {
 	if status == http.StatusTooManyRequests {
 		return true
 	}
-	if _, authenticated := c.Get(ctxPrincipal); authenticated {
+	if _, authenticated := principalKey.get(c); authenticated {
 		return false
 	}
 	return !(strings.HasPrefix(route, "/v1/files/") && status < 400)
@@ -309,4 +223,36 @@ func storableText(s string, n int) string {
 		s = string([]rune(s)[:n])
 	}
 	return s
+}
+
+// ingest counts how an ingest write ended (foodsafe_ingest_writes_total):
+// the answer's Idempotent-Replayed header tells a replay from a new write,
+// and a rejection's reason is the problem type the client receives (fail
+// decides the same way: a client that hung up first is a 499).
+func (a *API) ingest(w metrics.Write, h handler) handler {
+	if a.metrics == nil {
+		return h
+	}
+	return func(c *gin.Context) error {
+		err := h(c)
+		var o metrics.Outcome
+		reason := ""
+		switch {
+		case err == nil && c.Writer.Header().Get(HeaderReplayed) == "true":
+			o = metrics.Replayed
+		case err == nil:
+			o = metrics.Applied
+		case c.Request.Context().Err() != nil:
+			o, reason = metrics.Rejected, metrics.ReasonClientClosed
+		case apperr.Is(err, apperr.Conflict):
+			o = metrics.Conflicted
+		default:
+			o, reason = metrics.Rejected, string(apperr.Internal)
+			if e, ok := apperr.As(err); ok {
+				reason = string(e.Code)
+			}
+		}
+		a.metrics.IngestWrite(w, c.Param("collection"), o, reason)
+		return err
+	}
 }

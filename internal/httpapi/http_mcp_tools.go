@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -25,43 +24,7 @@ import (
 // The MCP tools. Each is the other face of a REST route: it calls the
 // route's operation after the route's access check, with the same
 // parameters under the same names, and sends the same wire struct as
-// structured output (plus a short text rendering, mcp_text.go).
-
-// toolGroup is a set of tools a key may use somewhere; tools/list shows a
-// key only the groups its grants open.
-type toolGroup uint
-
-const (
-	// groupRecords: some <collection>:read on some restaurant.
-	groupRecords toolGroup = 1 << iota
-	// groupFiles: the read scope of a collection that carries files.
-	groupFiles
-	// groupDeliveries: deliveries:read somewhere.
-	groupDeliveries
-	// groupImages: deliveries:read and delivery-images:read on one
-	// restaurant (the two scopes the images route needs).
-	groupImages
-)
-
-// toolGroupsOf is the set of groups the principal's grants open, from
-// what it holds anywhere (made once per key, auth.Principal.Reach).
-func toolGroupsOf(p *auth.Principal) toolGroup {
-	var g toolGroup
-	r := p.Reach()
-	if r.Deliveries {
-		g |= groupDeliveries
-	}
-	if r.DeliveryImages {
-		g |= groupImages
-	}
-	if r.Records {
-		g |= groupRecords
-	}
-	if r.Files {
-		g |= groupFiles
-	}
-	return g
-}
+// structured output (plus a short text rendering, http_mcp_text.go).
 
 // Tool arguments. These types give the input schemas (a jsonschema tag is
 // a field's description; an embedded struct's fields are arguments of the

@@ -9,19 +9,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
-const (
-	ctxPrincipal    = "foodsafe.principal"
-	ctxAuditOutcome = "foodsafe.auditOutcome"
-	// ctxAuditRestaurant names the restaurant of a request whose path has
-	// none (an MCP tool call's restaurantId argument).
-	ctxAuditRestaurant = "foodsafe.auditRestaurant"
-)
-
-// principal is the authenticated caller; only valid behind authenticate.
-func principal(c *gin.Context) *auth.Principal {
-	return c.MustGet(ctxPrincipal).(*auth.Principal)
-}
-
 // authenticate resolves the bearer credential (spec 5.3) and counts the
 // request against the key's budget. Failed authentications count against
 // the client IP's budget instead, so guessing is throttled too.
@@ -40,9 +27,9 @@ func (a *API) authenticate(c *gin.Context) {
 	}
 	if r.principal == nil {
 		a.metrics.Authentication(r.credential, string(r.reason))
-		c.Set(ctxAuditOutcome, string(r.reason))
+		auditOutcomeKey.set(c, string(r.reason))
 		if r.publicID != "" {
-			c.Set(ctxLogKeyID, r.publicID)
+			logKeyIDKey.set(c, r.publicID)
 		}
 		if !a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
 			return
@@ -53,8 +40,8 @@ func (a *API) authenticate(c *gin.Context) {
 	}
 	a.metrics.Authentication(r.credential, metrics.AuthOK)
 	p := r.principal
-	c.Set(ctxLogKeyID, p.KeyPublicID)
-	c.Set(ctxPrincipal, p)
+	logKeyIDKey.set(c, p.KeyPublicID)
+	principalKey.set(c, p)
 	if !a.limitBy(c, metrics.BucketKey, p.KeyPublicID) {
 		return
 	}
@@ -152,21 +139,6 @@ func wwwAuthenticate(r auth.Reason) string {
 	return `Bearer realm="foodsafe", error="invalid_token"`
 }
 
-// need is what a route under /restaurants/:restaurantId requires there.
-type need struct {
-	// check names the scopes a request needs on its restaurant. It may fail
-	// with a 400 (e.g. an unknown collection), which is checked after the
-	// restaurant grant and before the scopes (spec 4.4 precedence).
-	check func(ps params) ([]string, error)
-	// names are the same scopes as the documentation writes them.
-	names []string
-}
-
-// scopes needs fixed scopes (none: any grant on the restaurant).
-func scopes(s ...string) *need {
-	return &need{check: func(params) ([]string, error) { return s, nil }, names: s}
-}
-
 // authorize enforces a route's need before its handler runs.
 func (a *API) authorize(n *need) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -176,25 +148,4 @@ func (a *API) authorize(n *need) gin.HandlerFunc {
 		}
 		c.Next()
 	}
-}
-
-// allow is spec 5.3 for anything under a restaurant, REST route or MCP
-// tool alike: no grant for the restaurant is the one 404 (indistinguishable
-// from a missing resource), then the need's own 400s, then a missing scope
-// is 403.
-func allow(p *auth.Principal, ps params, n *need) error {
-	r := ps.path("restaurantId")
-	if !p.HasRestaurant(r) {
-		return apperr.ErrNotFound
-	}
-	want, err := n.check(ps)
-	if err != nil {
-		return err
-	}
-	for _, s := range want {
-		if !p.Can(r, s) {
-			return apperr.New(apperr.Forbidden, "This key does not hold the scope %s for this restaurant.", s)
-		}
-	}
-	return nil
 }

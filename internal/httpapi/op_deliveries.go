@@ -14,9 +14,6 @@ import (
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
-// maxSpanMillis is the longest from..to range: 366 days (spec 4.3).
-const maxSpanMillis = 366 * 24 * 60 * 60 * 1000
-
 // deliveriesList is GET /v1/restaurants/:restaurantId/deliveries (tool
 // list_deliveries): a newest-first keyset walk over [from, to].
 func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Delivery], error) {

@@ -46,7 +46,7 @@ func (a *API) spentIP(c *gin.Context) *ratelimit.Result {
 func (a *API) refuseSpent(c *gin.Context, bucket metrics.Bucket, res ratelimit.Result) {
 	setRateHeaders(c, res, a.now())
 	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
-	c.Set(ctxAuditOutcome, "rate-limited")
+	auditOutcomeKey.set(c, "rate-limited")
 	a.metrics.RateLimited(bucket)
 	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
 }

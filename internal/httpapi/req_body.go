@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/server"
 )
 
 // A refusal must not wait for a body nobody will read. Left alone,
@@ -21,14 +18,6 @@ import (
 // (Connection: close, which skips the first read) and give what is left
 // of the body lingerUnread to arrive (the second read), so a client still
 // sending is not reset before it has read the answer.
-
-// lingerUnread is how long a refused request's remaining body may keep
-// arriving after the answer, before the connection closes: net/http's
-// own delay before it closes a connection a client is still writing to.
-const lingerUnread = 500 * time.Millisecond
-
-// ctxBody holds the request's body as it arrived (trackedBody).
-const ctxBody = "foodsafe.body"
 
 // trackedBody notes whether its reader got to the end of the body.
 type trackedBody struct {
@@ -46,6 +35,9 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// bodyKey holds the request's body as it arrived, when it has one.
+var bodyKey = stateKey[*trackedBody]{"body"}
+
 // trackBody wraps a request's body (when it has one) so a refusal can
 // tell whether it was read.
 func trackBody(c *gin.Context) {
@@ -55,29 +47,20 @@ func trackBody(c *gin.Context) {
 	}
 	b := &trackedBody{ReadCloser: r.Body, length: r.ContentLength}
 	r.Body = b
-	c.Set(ctxBody, b)
+	bodyKey.set(c, b)
 }
 
 // closeUnread makes the answer to a request whose body was not read to
 // its end close the connection, lingerUnread after it is written.
 func closeUnread(c *gin.Context) {
-	v, ok := c.Get(ctxBody)
-	if b, _ := v.(*trackedBody); !ok || b.ended {
+	if b, ok := bodyKey.get(c); !ok || b.ended {
 		return
 	}
 	c.Header("Connection", "close")
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(lingerUnread))
 }
 
-// refuseAmbiguousFraming answers 400 to a request carrying both
-// Content-Length and Transfer-Encoding (RFC 9112 6.3: a possible
-// smuggling attempt, to be handled as an error), and the connection
-// closes after the answer (its body is unread: closeUnread).
-func (a *API) refuseAmbiguousFraming(c *gin.Context) {
-	if server.AmbiguousFraming(c.Request) {
-		a.fail(c, apperr.New(apperr.Invalid,
-			"The request carries both Content-Length and Transfer-Encoding; send exactly one of them (RFC 9112 6.3)."))
-		return
-	}
-	c.Next()
-}
+// lingerUnread is how long a refused request's remaining body may keep
+// arriving after the answer, before the connection closes: net/http's
+// own delay before it closes a connection a client is still writing to.
+const lingerUnread = 500 * time.Millisecond

@@ -9,14 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/gin-gonic/gin"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -25,59 +23,8 @@ import (
 // github.com/modelcontextprotocol/go-sdk): the route's middleware
 // authenticates, rate limits and audits it like any other request, and
 // every tool calls the operation of a REST route after that route's access
-// check (mcp_tools.go). The SDK runs stateless with JSON responses, so any
+// check (http_mcp_tools.go). The SDK runs stateless with JSON responses, so any
 // process answers any request and there is no session to keep.
-
-// mcpCall is what one POST /mcp carries into the SDK and brings back out:
-// who is calling, for the tools, and what was called, for the audit trail.
-// The SDK handles messages on its own goroutines, hence the lock.
-type mcpCall struct {
-	principal *auth.Principal
-	// groups are the tool groups the principal opens (toolGroupsOf).
-	groups    toolGroup
-	requestID string
-	baseURL   string
-
-	mu         sync.Mutex
-	method     string
-	tool       string
-	restaurant string
-	toolError  bool
-	// rpcError: the method answered a JSON-RPC error (e.g. unknown tool).
-	rpcError bool
-	panicked bool
-	// held is what the answer holds of the budget of large answers
-	// (mcp_answers.go), given back once it is written (answered).
-	held     int64
-	answered bool
-}
-
-type mcpCallKey struct{}
-
-func callFrom(ctx context.Context) *mcpCall {
-	c, _ := ctx.Value(mcpCallKey{}).(*mcpCall)
-	return c
-}
-
-// outcome is the audit row's outcome of an MCP request: the JSON-RPC
-// method, the tool name for tools/call, and whether the tool failed.
-func (c *mcpCall) outcome() (outcome, restaurant string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o := c.method
-	if c.tool != "" {
-		o += " " + c.tool
-	}
-	switch {
-	case c.panicked:
-		o += " (panic)"
-	case c.toolError:
-		o += " (tool error)"
-	case c.rpcError:
-		o += " (protocol error)"
-	}
-	return storableText(o, 200), c.restaurant
-}
 
 // mcpServe is POST /mcp. Failures of the transport (a body that is not
 // JSON-RPC, a wrong Accept header, an unsupported protocol version, a body
@@ -85,9 +32,9 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 // errors and tool results are the SDK's answers.
 func (a *API) mcpServe(c *gin.Context) (err error) {
 	defer func() {
-		if err != nil && c.GetString(ctxAuditOutcome) == "" {
+		if err != nil && auditOutcomeKey.value(c) == "" {
 			// Refused before the SDK read a method: the row says why.
-			c.Set(ctxAuditOutcome, mcpRefusal(err))
+			auditOutcomeKey.set(c, mcpRefusal(err))
 		}
 	}()
 	if err := jsonContentType(c); err != nil {
@@ -102,7 +49,7 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 		return err
 	}
 	if bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
-		c.Set(ctxAuditOutcome, "batch refused")
+		auditOutcomeKey.set(c, "batch refused")
 		return errBatch
 	}
 	if err := validate.Bounds(body); err != nil {
@@ -125,9 +72,9 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 	if outcome == "" && w.refused != 0 {
 		outcome = rpcRefusal(w.text.Bytes())
 	}
-	c.Set(ctxAuditOutcome, outcome)
-	c.Set(ctxLogMCP, outcome)
-	c.Set(ctxAuditRestaurant, restaurant)
+	auditOutcomeKey.set(c, outcome)
+	logMCPKey.set(c, outcome)
+	auditRestaurantKey.set(c, restaurant)
 	switch {
 	case w.failed != 0:
 		return a.sdkFailure(w.failed, w.text.String())
@@ -259,11 +206,6 @@ func (a *API) sdkFailure(status int, text string) error {
 	}
 }
 
-// mcpDefaultLimit is the page size of MCP tools when the caller gives
-// none: smaller than REST's, since every record lands in a model's
-// context. The largest is REST's (wire.MaxLimit).
-const mcpDefaultLimit = 20
-
 // mcpInstructions is sent to clients on initialize: what a model should
 // know before it calls any tool.
 const mcpInstructions = "Food-safety records of restaurants (deliveries, temperatures, cleaning, cooling, traceability...) " +
@@ -271,10 +213,6 @@ const mcpInstructions = "Food-safety records of restaurants (deliveries, tempera
 	"list_collections for a restaurant. Timestamps are epoch milliseconds as strings of digits (text output adds the " +
 	"UTC date in brackets). Lists come in pages: pass a result's nextCursor as cursor, with every other argument " +
 	"unchanged, until nextCursor is null. " + emptyCaveat
-
-// emptyCaveat is spec 1's warning, repeated wherever a model reads a list.
-const emptyCaveat = "An empty result or a missing record does not prove that nothing happened: only records captured " +
-	"after the restaurant was enabled are held, and a device may not have uploaded yet; a count is not a compliance figure."
 
 // newMCPHandler builds the SDK's HTTP handler. getServer runs twice per
 // POST, so it must be cheap: it picks one of at most 2^groups servers,
@@ -359,23 +297,6 @@ func (a *API) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
-
-// logPanic is the one ERROR line of a panic on the SDK's goroutines (the
-// answer is a JSON-RPC error or a tool error, so the access line is an
-// INFO), and marks the call for the audit trail.
-func (a *API) logPanic(ctx context.Context, call *mcpCall, method string, rec any) {
-	reqID := ""
-	if call != nil {
-		reqID = call.requestID
-		call.mu.Lock()
-		call.panicked = true
-		call.mu.Unlock()
-	}
-	a.logFailure(ctx, reqID, mcpPath+" "+method, recovered(rec))
-}
-
-// mcpPath is the route of the MCP endpoint.
-const mcpPath = "/mcp"
 
 // sdkLog is the SDK's logger: warnings and errors only (it logs every
 // throwaway session at info), marked as the SDK's.

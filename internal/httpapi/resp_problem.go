@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -155,17 +154,12 @@ const retryAfterUnavailable = "1"
 // the answer (nginx's 499); nobody reads the response.
 const statusClientClosedRequest = 499
 
-// ctxServerCut marks a request the server itself stopped reading (an
-// upload idle past its timeout): its context is cancelled, but the client
-// is still there to read why.
-const ctxServerCut = "foodsafe.serverCut"
-
 // fail aborts the handler chain with a problem document for err. When the
 // client has gone (its request context is cancelled), the failure is the
 // consequence, not a fault: it is recorded as 499, not as an internal error.
 // A panic is a fault whoever hung up.
 func (a *API) fail(c *gin.Context, err error) {
-	if _, panicked := errors.AsType[*panicError](err); c.Request.Context().Err() != nil && !panicked && !c.GetBool(ctxServerCut) {
+	if _, panicked := errors.AsType[*panicError](err); c.Request.Context().Err() != nil && !panicked && !serverCutKey.value(c) {
 		a.log.LogAttrs(context.WithoutCancel(c.Request.Context()), slog.LevelInfo, "client closed request",
 			logAttrs(c, slog.String("route", routeOf(c)), slog.Any("error", err))...)
 		c.AbortWithStatus(statusClientClosedRequest)
@@ -193,33 +187,4 @@ func (a *API) fail(c *gin.Context, err error) {
 // 3.1.1), so it still dereferences to GET /problems/<code>.
 func problemType(configured string, code apperr.Code) string {
 	return configured + "/problems/" + string(code)
-}
-
-// baseURL prefixes the signed download URLs of the filesystem store:
-// FOODSAFE_BASE_URL, or this server's own address, as the connection
-// reached it. Never the request's Host, for the reason problemType gives:
-// a caller must not choose the host of a URL another client may be handed
-// (a shared cache, a link copied into a report), which would send that
-// client's download, and the URL's signature, wherever the caller chose.
-func (a *API) baseURL(c *gin.Context) string {
-	local, _ := c.Request.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return baseURL(a.cfg.BaseURL, c.Request.TLS != nil, local)
-}
-
-// baseURL is the configured base URL, else http(s):// and the address the
-// connection reached on this server (an address of the server's, whatever
-// the request says), else localhost.
-func baseURL(configured string, tls bool, local net.Addr) string {
-	if configured != "" {
-		return configured
-	}
-	scheme := "http"
-	if tls {
-		scheme = "https"
-	}
-	host := "localhost"
-	if local != nil {
-		host = local.String()
-	}
-	return scheme + "://" + host
 }
