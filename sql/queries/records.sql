@@ -149,14 +149,21 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      records_walk_idx, stopped by LIMIT;
 --   2. for each record changed since P (a current version in (P, H]: the
 --      same range scan of records_walk_idx, which holds one entry per
---      record, however often it changed), its version as of P: one
---      backward probe of record_changes_at_pin_idx (record_id, sequence),
---      the newest superseded version at or below P, kept when it lies in
---      (after, P] and was superseded after P (records changed or deleted
---      since the walk began, returned as they stood at P). A page so reads
---      one index entry and one probe per record changed since P, never the
---      superseded versions written since (20,000 updates of 100 records
---      are 100 probes, not 20,000 rows filtered).
+--      record, however often it changed), its version as of P if that
+--      falls in the page: one backward probe of record_changes_at_pin_idx
+--      (record_id, sequence) from the page's bound B, the newest
+--      superseded version in (after, B], kept when it was superseded after
+--      P (then it is the version current at P: records changed or deleted
+--      since the walk began, returned as they stood at P). B is the
+--      sequence of the last row of branch 1 when it is full (a version
+--      beyond it would be cut from the page anyway), else P: the same range
+--      of records_walk_idx again, index entries only, read only when a
+--      record changed since P (an aggregate over branch 1 would do, but no
+--      statement on a request path aggregates). A page so
+--      reads one index entry and one probe per record changed since P, a
+--      heap row only for those that land in the page, never the superseded
+--      versions written since (20,000 updates of 100 records are 100
+--      probes, not 20,000 rows filtered).
 --   3. only when (after, P] is empty: one marker row with an empty
 --      record_id (never a record's id) carrying P, so that an empty page
 --      still says where it is pinned. It answers a changes walk with
@@ -198,6 +205,15 @@ WITH head AS (
                     0)::bigint AS h
 ), pin AS (
     SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
+), bound AS (
+    SELECT COALESCE((SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+                       AND r.sequence > sqlc.arg(after_sequence)
+                       AND r.sequence <= (SELECT p FROM pin)
+                     ORDER BY r.sequence
+                     OFFSET sqlc.arg(max_rows)::integer - 1
+                     LIMIT 1),
+                    (SELECT p FROM pin))::bigint AS b
 )
 (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
         r.captured_at, r.received_at, r.source_version, r.payload_version
@@ -219,7 +235,7 @@ UNION ALL
        AND h.record_id = c.record_id
        AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
        AND h.sequence > sqlc.arg(after_sequence)
-       AND h.sequence <= (SELECT p FROM pin)
+       AND h.sequence <= (SELECT b FROM bound)
      ORDER BY h.sequence DESC
      LIMIT 1) v
  WHERE c.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND c.collection = sqlc.arg(collection)
