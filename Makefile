@@ -21,7 +21,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build image run migrate test test-citus chaos bench bench-first-sync bench-http bench-migrate-data compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-first-sync bench-http bench-migrate-data bench-scale compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -171,6 +171,17 @@ load-hostile: build
 bench-http: build
 	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
+
+## bench-scale: what a key costs by how much it holds (keys of SIZES
+## restaurants x 25 read scopes, default 200,2000,20000: create, first
+## request, full GET /v1/changes listing, poll, MCP, /v1/restaurants in each
+## coding) and a walk page by table size (WALK_SIZES records, default
+## 100000,1000000; add 10000000 for the 10^7 point, which takes long),
+## against `foodsafe serve` on a database foodsafe_scale it creates on
+## DATABASE_URL's server (tests/load/scale). Not part of make test.
+bench-scale: build
+	$(GO) build -o bin/bench-scale ./tests/load/scale
+	bin/bench-scale
 
 ## bench-migrate-data: the cost of a data migration per million rows
 ## (tests/load/migrate-data.sh): MIGRATION=00013 (default; data from jsonb

@@ -14,7 +14,7 @@ import (
 )
 
 // walkIndexes are the only ways a walk statement may read a table.
-var walkIndexes = []string{"records_walk_idx", "record_changes_at_pin_idx"}
+var walkIndexes = []string{"records_walk_idx", "record_changes_superseded_idx", "record_changes_at_pin_idx"}
 
 // requireWalkIndexesOnly asserts that every node reading a table is an
 // index scan of one of walkIndexes, that nothing sorts, and that nothing

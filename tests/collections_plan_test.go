@@ -59,7 +59,7 @@ func TestWalkPlans(t *testing.T) {
 			types := requireIndexOnlyPlan(t, plan, "records_walk_idx")
 			usesHistory := false
 			plan.walk(func(n planNode) {
-				if n.IndexName == "record_changes_at_pin_idx" {
+				if n.IndexName == "record_changes_at_pin_idx" || n.IndexName == "record_changes_superseded_idx" {
 					usesHistory = true
 					// The planner must expect few versions per probe; if it
 					// expects a large share of the history it plans a

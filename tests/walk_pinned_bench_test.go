@@ -52,8 +52,10 @@ func BenchmarkPinnedWalkPage(b *testing.B) {
 			analyze(b, dbURL)
 		case "vacuumed":
 			// A plain VACUUM, autovacuum's kind.
-			_, err := st.Pool().Exec(ctx, `VACUUM records; VACUUM record_changes`)
-			require.NoError(b, err)
+			for _, table := range []string{"records", "record_changes"} {
+				_, err := st.Pool().Exec(ctx, "VACUUM "+table)
+				require.NoError(b, err)
+			}
 		}
 		for _, c := range []struct {
 			name string
@@ -121,7 +123,9 @@ func explainAnalyze(t testing.TB, dbURL string, q sentQuery) string {
 // record as it stood at the pin (the version current then, not the
 // first or the latest one), the records deleted since still live, the
 // records created since absent; resumed from every page's cursor, with
-// and without statistics.
+// and without statistics. Both ways of reading the versions as of the pin
+// are taken: by record (5,000 updates of 100 records) and by version (300
+// records updated once each).
 func TestPinnedWalkBehindManyUpdates(t *testing.T) {
 	t.Parallel()
 	const n, changed, limit = 2_000, 100, 37
@@ -150,45 +154,58 @@ func TestPinnedWalkBehindManyUpdates(t *testing.T) {
 		write(id(i), fmt.Sprintf("before-%d", i), false)
 	}
 
-	// The walk at its pin, page by page, before anything changes.
-	var (
-		pages []store.WalkPage
-		pos   []*store.WalkPos
-		at    *store.WalkPos
-	)
-	for {
-		page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: at})
-		require.NoError(t, err)
-		pages, pos = append(pages, page), append(pos, at)
-		if page.Next == nil {
-			break
+	// walk reads the whole walk at its pin, page by page, with the
+	// position of each page.
+	walk := func() (pages []store.WalkPage, pos []store.WalkPos) {
+		t.Helper()
+		var at *store.WalkPos
+		for {
+			page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: at})
+			require.NoError(t, err)
+			if at == nil {
+				// The first page pins the head it reads; a pinned walk
+				// from the start is after 0 at that pin.
+				at = &store.WalkPos{Pinned: page.Pinned}
+			}
+			pages, pos = append(pages, page), append(pos, *at)
+			if page.Next == nil {
+				break
+			}
+			at = page.Next
 		}
-		at = page.Next
+		require.Greater(t, len(pages), n/limit)
+		return pages, pos
 	}
-	require.Greater(t, len(pages), n/limit)
+	// again reads the same pages again from their positions.
+	again := func(what string, pages []store.WalkPage, pos []store.WalkPos) {
+		t.Helper()
+		for _, stats := range []string{"never-analyzed", "analyzed"} {
+			if stats == "analyzed" {
+				analyze(t, dbURL)
+			}
+			for i := range pos {
+				page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: &pos[i]})
+				require.NoError(t, err)
+				require.Equal(t, pages[i], page, "%s, %s: page %d of the walk pinned at %d", what, stats, i, pos[i].Pinned)
+			}
+		}
+	}
 
-	// 5,000 updates of 100 records, one in ten of them deleted (some
-	// then written again), and records created.
+	// By record: 5,000 updates of 100 records, one in ten of them
+	// deleted (some then written again), and records created.
+	pages, pos := walk()
 	for i := range 50 * changed {
 		write(id(i), fmt.Sprintf("after-%d", i), i%10 == 3)
 	}
 	for i := range 50 {
 		write(fmt.Sprintf("new-%d", i), fmt.Sprintf("new-%d", i), false)
 	}
+	again("50 updates per record", pages, pos)
 
-	for _, stats := range []string{"never-analyzed", "analyzed"} {
-		if stats == "analyzed" {
-			analyze(t, dbURL)
-		}
-		for i, p := range pos {
-			if p == nil {
-				// The first page pins the head it reads; a pinned walk from
-				// the start is after 0 at the old pin.
-				p = &store.WalkPos{Pinned: pages[0].Pinned}
-			}
-			page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: p})
-			require.NoError(t, err)
-			require.Equal(t, pages[i], page, "%s: page %d of the walk pinned at %d", stats, i, pages[0].Pinned)
-		}
+	// By version: 300 records updated once, some deleted.
+	pages, pos = walk()
+	for i := range 300 {
+		write(fmt.Sprintf("rec-%07d", i*6+1), fmt.Sprintf("once-%d", i), i%7 == 0)
 	}
+	again("1 update per record", pages, pos)
 }

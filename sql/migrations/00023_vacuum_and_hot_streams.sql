@@ -10,8 +10,7 @@
 --    VACUUM (autovacuum's kind) skips index cleanup when fewer than 2% of
 --    the table's pages hold dead items (PostgreSQL 14's bypass), which on
 --    a large table is nearly always: the dead entries stayed until a
---    VACUUM (INDEX_CLEANUP ON), and the first page of a walk read 3.4
---    times its buffers. Both tables' every update leaves index entries
+--    VACUUM (INDEX_CLEANUP ON), and walk pages stepped over them. Both tables' every update leaves index entries
 --    that a reader steps over, so their vacuums always clean the indexes.
 --    record_changes keeps the default: its indexes are read by record or
 --    by mutation id, never as a range over a stream's updates.
@@ -23,7 +22,7 @@
 --    changes on every write, was indexed (collection_streams_changed_idx,
 --    00015; collection_streams_xact_idx, 00021): each write added an entry
 --    to all three indexes and a hot stream's row piled up dead versions
---    (99,859 after 100,000 writes, autovacuum off). The indexes now key
+--    only VACUUM reclaims. The indexes now key
 --    changed_epoch instead, changed_xact / 1024 (a generated column, so
 --    every writer, of any release, keeps it exact): it changes once per
 --    1,024 transactions service-wide, so nearly every update of a busy

@@ -147,16 +147,30 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- after that position, each once. A page is the union of
 --   1. current versions with sequence in (after, P]: one range scan of
 --      records_walk_idx, stopped by LIMIT;
---   2. for each record changed since P (a current version in (P, H]: the
---      same range scan of records_walk_idx, which holds one entry per
---      record, however often it changed), its version as of P: one
---      backward probe of record_changes_at_pin_idx (record_id, sequence),
---      the newest superseded version at or below P, kept when it lies in
---      (after, P] and was superseded after P (records changed or deleted
---      since the walk began, returned as they stood at P). A page so reads
---      one index entry and one probe per record changed since P, never the
---      superseded versions written since (20,000 updates of 100 records
---      are 100 probes, not 20,000 rows filtered).
+--   2. the versions as of P of the records changed since P (changed or
+--      deleted since the walk began, returned as they stood at P) that
+--      fall in the page, read one of two ways, whichever costs less (mode):
+--      a. by version, while fewer than 16 versions were written per
+--         record changed since P: the versions superseded after P, one
+--         range of record_changes_superseded_idx (superseded_by in
+--         (P, H]), kept when their sequence lies in (after, B]. Versions
+--         written one after another sit together on disk, so this reads
+--         about a page per 50 versions;
+--      b. by record, beyond that (a few records updated many times): for
+--         each record changed since P (a current version in (P, H]: the
+--         same range scan of records_walk_idx, one entry per record,
+--         however often it changed), one backward probe of
+--         record_changes_at_pin_idx (record_id, sequence) from B, the
+--         newest superseded version in (after, B], kept when it was
+--         superseded after P (then it is the version current at P). One
+--         index descent per record (a few buffers, at random), so 20,000
+--         updates of 100 records are 100 probes, not 20,000 rows.
+--      B is the sequence of the last row of branch 1 when it is full (a
+--      version beyond it would be cut from the page anyway), else P: the
+--      same range of records_walk_idx again, index entries only, read only
+--      when a record changed since P (an aggregate over branch 1 would do,
+--      but no statement on a request path aggregates). The mode reads at
+--      most (H - P) / 16 + 1 entries of (P, H] of records_walk_idx.
 --   3. only when (after, P] is empty: one marker row with an empty
 --      record_id (never a record's id) carrying P, so that an empty page
 --      still says where it is pinned. It answers a changes walk with
@@ -182,13 +196,17 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- compares restaurant_id under "C" (migration 00006), so it is the only
 -- index matching these clauses, and lookups by record id, which do not name
 -- the collation, can never take it, with or without statistics.
--- Branch 2 states sequence <= H although it always holds: P and H are
--- unknown when the statement is planned, and a two-sided range on unknown
--- bounds is estimated narrow, where `sequence > P` alone is estimated at a
--- third of the table. Its probe names restaurant_id COLLATE "C" too:
--- record_changes_at_pin_idx compares it under "C", so it is the only index
--- of record_changes the probe can take, statistics or not. The probe's
--- `compacted_at IS NULL` is the index's predicate; the version it finds is
+-- Branch 2 states superseded_by <= H (2a) and sequence <= H (2b) although
+-- both always hold: P and H are unknown when the statement is planned, and
+-- a two-sided range on unknown bounds is estimated narrow, where a bound
+-- on one side alone is estimated at a third of the table and planned as a
+-- sequential scan. The mode is a one-time filter of each: only one of 2a
+-- and 2b runs. 2b's probe names restaurant_id COLLATE "C" and states
+-- `superseded_by > sequence AND compacted_at IS NULL`, the predicate of
+-- record_changes_at_pin_idx (which compares restaurant_id under "C"); 2a
+-- states neither, so each takes only its own index, statistics or not (on
+-- small tables the planner scanned all of record_changes_at_pin_idx for
+-- 2a when 2a implied its predicate). The version the probe finds is
 -- then checked to be superseded after P, so a compacted version as of P
 -- yields nothing rather than an older one (cursors expire before
 -- compaction reaches them anyway).
@@ -200,6 +218,27 @@ WITH head AS (
                     0)::bigint AS h
 ), pin AS (
     SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
+), mode AS (
+    -- Whether fewer than 16 versions were written per record changed
+    -- since P: then at least (H - P) / 16 + 1 records lie in (P, H] of
+    -- records_walk_idx (read as index entries, stopped at that many).
+    SELECT (SELECT r.sequence FROM records r
+            WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+              AND r.sequence > pin.p
+              AND r.sequence <= pin.h
+            ORDER BY r.sequence
+            OFFSET (pin.h - pin.p) / 16
+            LIMIT 1) IS NOT NULL AS by_version
+    FROM pin
+), bound AS (
+    SELECT COALESCE((SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+                       AND r.sequence > sqlc.arg(after_sequence)
+                       AND r.sequence <= (SELECT p FROM pin)
+                     ORDER BY r.sequence
+                     OFFSET sqlc.arg(max_rows)::integer - 1
+                     LIMIT 1),
+                    (SELECT p FROM pin))::bigint AS b
 )
 (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
         r.captured_at, r.received_at, r.source_version, r.payload_version
@@ -210,6 +249,17 @@ WITH head AS (
  ORDER BY r.sequence
  LIMIT sqlc.arg(max_rows))
 UNION ALL
+(SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
+        h.captured_at, h.received_at, h.source_version, h.payload_version
+ FROM record_changes h
+ WHERE (SELECT by_version FROM mode)
+   AND h.restaurant_id = sqlc.arg(restaurant_id) AND h.collection = sqlc.arg(collection)
+   AND h.superseded_by > (SELECT p FROM pin)
+   AND h.superseded_by <= (SELECT h FROM pin)
+   AND h.compacted_at IS NULL
+   AND h.sequence > sqlc.arg(after_sequence)
+   AND h.sequence <= (SELECT b FROM bound))
+UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, v.record_id, v.sequence, v.mutation_id, v.deleted, v.data,
         v.captured_at, v.received_at, v.source_version, v.payload_version
  FROM records c
@@ -219,14 +269,15 @@ UNION ALL
      FROM record_changes h
      WHERE h.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND h.collection = sqlc.arg(collection)
        AND h.record_id = c.record_id
-       AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
+       AND h.superseded_by > h.sequence AND h.compacted_at IS NULL
        AND h.sequence > sqlc.arg(after_sequence)
-       AND h.sequence <= (SELECT p FROM pin)
+       AND h.sequence <= (SELECT b FROM bound)
      ORDER BY h.sequence DESC
      LIMIT 1) v
  WHERE c.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND c.collection = sqlc.arg(collection)
    AND c.sequence > (SELECT p FROM pin)
    AND c.sequence <= (SELECT h FROM pin)
+   AND NOT (SELECT by_version FROM mode)
    AND v.superseded_by > (SELECT p FROM pin))
 UNION ALL
 (SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer

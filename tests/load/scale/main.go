@@ -1,0 +1,547 @@
+// Command scale is `make bench-scale`: what a partner key costs by how
+// much it holds, and what a walk page costs by how large its table is,
+// measured against a real `foodsafe serve` over loopback.
+//
+// It creates the database foodsafe_scale (dropped first) on DATABASE_URL's
+// server, migrates it with BIN (bin/foodsafe), seeds the largest key's
+// restaurants with one stream per read scope (25 each), creates one key per
+// size in SIZES (default 200,2000,20000 restaurants x the 25 read scopes)
+// with `keys create --grants-file`, starts `serve` without a rate limit and
+// prints, per key, the rows of the scale table of docs/performance.md:
+//
+//   - create: `keys create --grants-file` of the key, wall time;
+//   - first request: a one-record walk page, the key's first request on
+//     the server (its grants loaded; the server warmed by another key's
+//     requests first), then the same request again;
+//   - full listing: every page of GET /v1/changes without a cursor
+//     (limit 100), time and pages;
+//   - poll: GET /v1/changes from the full listing's changesCursor with
+//     nothing changed, POLLS times (p50 and max);
+//   - MCP: tools/list and walk_records (limit 100) of one restaurant on a
+//     fresh MCP session (p50 and max of MCP_CALLS);
+//   - restaurants: GET /v1/restaurants without Accept-Encoding, with gzip
+//     and with zstd, bytes and time.
+//
+// Then the walk curve: for each size in WALK_SIZES (default
+// 100000,1000000) a collection of that many records of a restaurant of
+// its own, ANALYZEd, and the p50 of WALK_CALLS first pages and of as many
+// second pages (pinned, by the first page's nextCursor), limit 100.
+//
+// The machine's other work moves every figure: it says nothing of
+// p99 under load (make load does).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/foodsafe/foodsafe/internal/catalog"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+// env returns the variable's value, or def when it is unset or empty.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// ints parses a comma-separated list of integers.
+func ints(name, def string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(env(name, def), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive integer", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+type bench struct {
+	bin     string
+	dbURL   string
+	conn    *pgx.Conn
+	api     string
+	http    *http.Client
+	streams []string // the 25 streams a key reads on each restaurant
+	reads   []string // the 25 read scopes
+}
+
+func run(ctx context.Context) error {
+	sizes, err := ints("SIZES", "200,2000,20000")
+	if err != nil {
+		return err
+	}
+	walkSizes, err := ints("WALK_SIZES", "100000,1000000")
+	if err != nil {
+		return err
+	}
+	polls, err := ints("POLLS", "30")
+	if err != nil {
+		return err
+	}
+	calls, err := ints("MCP_CALLS", "10")
+	if err != nil {
+		return err
+	}
+	walkCalls, err := ints("WALK_CALLS", "30")
+	if err != nil {
+		return err
+	}
+	b := &bench{bin: env("BIN", "bin/foodsafe"), http: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
+	for _, s := range catalog.Scopes() {
+		if strings.HasSuffix(s, ":read") && s != catalog.DeliveryImagesRead {
+			b.reads = append(b.reads, s)
+		}
+	}
+	b.streams = []string{catalog.DeliveryStream}
+	for _, c := range catalog.Collections {
+		b.streams = append(b.streams, c.Name)
+	}
+
+	if err := b.database(ctx, env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")); err != nil {
+		return err
+	}
+	defer b.conn.Close(ctx)
+	maxSize := slices.Max(sizes)
+	start := time.Now()
+	if _, err := b.conn.Exec(ctx, `INSERT INTO restaurants (id) SELECT 'r' || lpad(g::text, 6, '0') FROM generate_series(0, $1::int - 1) g`, maxSize); err != nil {
+		return err
+	}
+	if _, err := b.conn.Exec(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
+		SELECT 'r' || lpad(g::text, 6, '0'), s, 10, pg_current_xact_id()::text::bigint
+		FROM generate_series(0, $1::int - 1) g, unnest($2::text[]) s`, maxSize, b.streams); err != nil {
+		return err
+	}
+	if err := b.seedWalk(ctx, "r000000", "areas", 1000); err != nil {
+		return err
+	}
+	fmt.Printf("seeded %d restaurants x %d streams in %s\n", maxSize, len(b.streams), time.Since(start).Round(time.Millisecond))
+
+	dir, err := os.MkdirTemp("", "bench-scale")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	keys := map[int]string{}
+	for _, n := range sizes {
+		key, took, err := b.createKey(ctx, dir, fmt.Sprintf("scale-%d", n), n, "")
+		if err != nil {
+			return err
+		}
+		keys[n] = key
+		fmt.Printf("%d restaurants: keys create --grants-file (%d grants) %s\n", n, n*len(b.reads), took.Round(time.Millisecond))
+	}
+	if _, err := b.conn.Exec(ctx, "ANALYZE"); err != nil {
+		return err
+	}
+
+	// A key of one restaurant warms the server (its pool, its prepared
+	// statements) before any key's first request is timed.
+	warm, _, err := b.createKey(ctx, dir, "warm-up", 0, "r000000")
+	if err != nil {
+		return err
+	}
+	stop, err := b.serve(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	for i := range 20 {
+		_, took, err := b.get(ctx, warm, "/v1/restaurants/r000000/collections/areas/records?limit=1", "")
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fmt.Printf("1 restaurant | first request of the key (a one-record walk page), the server's first | %s\n", ms(took))
+		}
+		if _, _, err := b.get(ctx, warm, "/v1/changes?limit=100", ""); err != nil {
+			return err
+		}
+	}
+
+	for _, n := range sizes {
+		if err := b.keyRows(ctx, n, keys[n], polls[0], calls[0]); err != nil {
+			return fmt.Errorf("%d restaurants: %w", n, err)
+		}
+	}
+	for _, n := range walkSizes {
+		if err := b.walkCurve(ctx, dir, n, walkCalls[0]); err != nil {
+			return fmt.Errorf("walk of %d records: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// database creates foodsafe_scale on the server of base and migrates it.
+func (b *bench) database(ctx context.Context, base string) error {
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS foodsafe_scale WITH (FORCE)`); err != nil {
+		return err
+	}
+	if _, err := admin.Exec(ctx, `CREATE DATABASE foodsafe_scale`); err != nil {
+		return err
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	u.Path = "/foodsafe_scale"
+	b.dbURL = u.String()
+	if out, err := b.cmd(ctx, nil, "migrate").CombinedOutput(); err != nil {
+		return fmt.Errorf("migrate: %w: %s", err, out)
+	}
+	b.conn, err = pgx.Connect(ctx, b.dbURL)
+	return err
+}
+
+// cmd is BIN with args on the bench's database.
+func (b *bench) cmd(ctx context.Context, extra []string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, b.bin, args...)
+	c.Env = append(append(os.Environ(), "DATABASE_URL="+b.dbURL, "FOODSAFE_LOG_LEVEL=warn"), extra...)
+	return c
+}
+
+// createKey runs `keys create --grants-file` for the first n restaurants
+// (or only restaurant `only`) with the 25 read scopes and returns the key.
+func (b *bench) createKey(ctx context.Context, dir, name string, n int, only string) (string, time.Duration, error) {
+	path := filepath.Join(dir, name+".grants")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", 0, err
+	}
+	w := bufio.NewWriter(f)
+	scopes := strings.Join(b.reads, ",")
+	if only != "" {
+		fmt.Fprintf(w, "%s=%s\n", only, scopes)
+	}
+	for i := range n {
+		fmt.Fprintf(w, "r%06d=%s\n", i, scopes)
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		return "", 0, err
+	}
+	start := time.Now()
+	out, err := b.cmd(ctx, nil, "keys", "create", "--name", name, "--grants-file", path).Output()
+	took := time.Since(start)
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", 0, fmt.Errorf("keys create: %w: %s", err, ee.Stderr)
+		}
+		return "", 0, err
+	}
+	return strings.TrimSpace(string(out)), took, nil
+}
+
+// serve starts `foodsafe serve` on a free loopback port, without a rate
+// limit, and waits for /health/live.
+func (b *bench) serve(ctx context.Context, dir string) (func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	c := b.cmd(ctx, []string{"FOODSAFE_ADDR=" + addr, "FOODSAFE_METRICS_ADDR=", "FOODSAFE_RATE_LIMIT=1000000000"}, "serve")
+	c.Stdout, c.Stderr = logf, logf
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = c.Process.Signal(os.Interrupt)
+		_ = c.Wait()
+		logf.Close()
+	}
+	b.api = "http://" + addr
+	for range 200 {
+		if res, err := http.Get(b.api + "/health/live"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	log, _ := os.ReadFile(logf.Name())
+	return nil, fmt.Errorf("serve did not start: %s", log)
+}
+
+// get is one GET with the key; it returns the body and the time to read it.
+func (b *bench) get(ctx context.Context, key, path, coding string) ([]byte, time.Duration, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, b.api+path, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.Header.Set("Authorization", "Bearer "+key)
+	if coding != "" {
+		r.Header.Set("Accept-Encoding", coding)
+	}
+	start := time.Now()
+	res, err := b.http.Do(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	took := time.Since(start)
+	if err != nil {
+		return nil, 0, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("GET %s: %d %s", path, res.StatusCode, body)
+	}
+	if coding != "" && res.Header.Get("Content-Encoding") != coding {
+		return nil, 0, fmt.Errorf("GET %s with %s: answered %q", path, coding, res.Header.Get("Content-Encoding"))
+	}
+	return body, took, nil
+}
+
+// page is what the bench reads of a listing or walk page.
+type page struct {
+	Data          []json.RawMessage `json:"data"`
+	NextCursor    *string           `json:"nextCursor"`
+	ChangesCursor *string           `json:"changesCursor"`
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// stats is "p50 X ms, max Y ms" of samples.
+func stats(samples []time.Duration) string {
+	slices.Sort(samples)
+	return fmt.Sprintf("p50 %s, max %s (%d)", ms(samples[len(samples)/2]), ms(samples[len(samples)-1]), len(samples))
+}
+
+// keyRows prints the scale table's rows for the key of n restaurants.
+func (b *bench) keyRows(ctx context.Context, n int, key string, polls, calls int) error {
+	row := func(what, format string, args ...any) {
+		fmt.Printf("%d restaurants | %s | %s\n", n, what, fmt.Sprintf(format, args...))
+	}
+	one := "/v1/restaurants/r000000/collections/areas/records?limit=1"
+	_, first, err := b.get(ctx, key, one, "")
+	if err != nil {
+		return err
+	}
+	_, again, err := b.get(ctx, key, one, "")
+	if err != nil {
+		return err
+	}
+	row("first request of the key (a one-record walk page)", "%s (the same request again: %s)", ms(first), ms(again))
+
+	start := time.Now()
+	pages, streams := 0, 0
+	var changes string
+	for cursor := ""; ; {
+		path := "/v1/changes?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		body, _, err := b.get(ctx, key, path, "")
+		if err != nil {
+			return err
+		}
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			return err
+		}
+		pages++
+		streams += len(p.Data)
+		if p.NextCursor == nil {
+			if p.ChangesCursor == nil {
+				return errors.New("the listing's last page has no changesCursor")
+			}
+			changes = *p.ChangesCursor
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	row("GET /v1/changes, full listing without a cursor", "%d pages, %d streams, %s", pages, streams, time.Since(start).Round(time.Millisecond))
+
+	var samples []time.Duration
+	for range polls {
+		body, took, err := b.get(ctx, key, "/v1/changes?limit=100&cursor="+url.QueryEscape(changes), "")
+		if err != nil {
+			return err
+		}
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			return err
+		}
+		if len(p.Data) != 0 {
+			return fmt.Errorf("a poll with nothing changed listed %d streams", len(p.Data))
+		}
+		samples = append(samples, took)
+	}
+	row("a poll with nothing changed", "%s", stats(samples))
+
+	list, walk, err := b.mcp(ctx, key, calls)
+	if err != nil {
+		return err
+	}
+	row("MCP tools/list", "%s", stats(list))
+	row("MCP walk_records of one restaurant (limit 100)", "%s", stats(walk))
+
+	for _, coding := range []string{"", "gzip", "zstd"} {
+		body, took, err := b.get(ctx, key, "/v1/restaurants", coding)
+		if err != nil {
+			return err
+		}
+		name := coding
+		if name == "" {
+			name = "identity"
+		}
+		row("GET /v1/restaurants, "+name, "%d bytes, %s", len(body), ms(took))
+	}
+	return nil
+}
+
+// bearer adds the key to every request of an MCP session.
+type bearer struct{ key string }
+
+func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcp times tools/list and walk_records of one restaurant, calls times
+// each, on one session.
+func (b *bench) mcp(ctx context.Context, key string, calls int) (list, walk []time.Duration, err error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench-scale", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.api + "/mcp", HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.Close()
+	for range calls {
+		start := time.Now()
+		if _, err := s.ListTools(ctx, nil); err != nil {
+			return nil, nil, err
+		}
+		list = append(list, time.Since(start))
+		start = time.Now()
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "walk_records",
+			Arguments: map[string]any{"restaurantId": "r000000", "collection": "areas", "limit": 100}})
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.IsError {
+			return nil, nil, fmt.Errorf("walk_records: %v", res.Content)
+		}
+		walk = append(walk, time.Since(start))
+	}
+	return list, walk, nil
+}
+
+// seedWalk writes n records into restaurant's collection as ingest leaves
+// them (change log, current state, stream position).
+func (b *bench) seedWalk(ctx context.Context, restaurant, collection string, n int) error {
+	for _, q := range []string{
+		`INSERT INTO restaurants (id) VALUES ($1) ON CONFLICT DO NOTHING`,
+		`INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256)
+		 SELECT $1, $2, g, 'rec-' || lpad(g::text, 8, '0'), $1 || '-' || g, false,
+		        json_build_object('name', 'area ' || g, 'isDeleted', false), 1700000000000, 1700000000000, 1,
+		        sha256(g::text::bytea)
+		 FROM generate_series(1, $3::int) g`,
+		`INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
+		                     captured_at, received_at, payload_version)
+		 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
+		 FROM record_changes WHERE restaurant_id = $1 AND collection = $2`,
+		`INSERT INTO collection_streams (restaurant_id, collection, last_sequence) VALUES ($1, $2, $3)
+		 ON CONFLICT (restaurant_id, collection) DO UPDATE SET last_sequence = excluded.last_sequence`,
+	} {
+		args := []any{restaurant, collection, n}
+		if strings.HasPrefix(q, `INSERT INTO restaurants`) {
+			args = args[:1]
+		} else if strings.HasPrefix(q, `INSERT INTO records`) {
+			args = args[:2]
+		}
+		if _, err := b.conn.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkCurve seeds a collection of n records on a restaurant of its own
+// and times first and second pages of its walk.
+func (b *bench) walkCurve(ctx context.Context, dir string, n, calls int) error {
+	restaurant := fmt.Sprintf("walk-%d", n)
+	start := time.Now()
+	if err := b.seedWalk(ctx, restaurant, "areas", n); err != nil {
+		return err
+	}
+	if _, err := b.conn.Exec(ctx, "ANALYZE records; ANALYZE record_changes"); err != nil {
+		return err
+	}
+	seeded := time.Since(start)
+	key, _, err := b.createKey(ctx, dir, restaurant, 0, restaurant)
+	if err != nil {
+		return err
+	}
+	path := "/v1/restaurants/" + restaurant + "/collections/areas/records?limit=100"
+	// The key's first request (its lookup) is not the walk's cost.
+	_, first, err := b.get(ctx, key, path, "")
+	if err != nil {
+		return err
+	}
+	var firsts, seconds []time.Duration
+	for range calls {
+		body, took, err := b.get(ctx, key, path, "")
+		if err != nil {
+			return err
+		}
+		firsts = append(firsts, took)
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			return err
+		}
+		if len(p.Data) != 100 || p.NextCursor == nil {
+			return fmt.Errorf("first page: %d records", len(p.Data))
+		}
+		_, took, err = b.get(ctx, key, path+"&cursor="+url.QueryEscape(*p.NextCursor), "")
+		if err != nil {
+			return err
+		}
+		seconds = append(seconds, took)
+	}
+	fmt.Printf("walk of %d records (seeded in %s) | first page %s | second page (pinned) %s | the key's first request %s\n",
+		n, seeded.Round(time.Millisecond), stats(firsts), stats(seconds), ms(first))
+	return nil
+}
