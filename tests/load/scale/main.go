@@ -16,11 +16,18 @@
 //   - full listing: every page of GET /v1/changes without a cursor
 //     (limit 100), time and pages;
 //   - poll: GET /v1/changes from the full listing's changesCursor with
-//     nothing changed, POLLS times (p50 and max);
+//     nothing changed, POLLS times (p50 and max), right after every
+//     stream of the key was written in one transaction before the listing
+//     (its worst case) and again 2,048 transactions later (steady state);
 //   - MCP: tools/list and walk_records (limit 100) of one restaurant on a
 //     fresh MCP session (p50 and max of MCP_CALLS);
 //   - restaurants: GET /v1/restaurants without Accept-Encoding, with gzip
 //     and with zstd, bytes and time.
+//
+// For the largest key, under load: 1,000 one-record reads at about 100 a
+// second while four other keys are created and revoked (p50, p99, max),
+// and serve's peak resident set (VmHWM) after eight GET /v1/restaurants
+// at once, without and with gzip.
 //
 // Then the walk curve: for each size in WALK_SIZES (default
 // 100000,1000000) a collection of that many records of a restaurant of
@@ -91,6 +98,8 @@ type bench struct {
 	http    *http.Client
 	streams []string // the 25 streams a key reads on each restaurant
 	reads   []string // the 25 read scopes
+	// servePID is the serve process, whose peak resident set is read.
+	servePID int
 }
 
 func run(ctx context.Context) error {
@@ -191,6 +200,9 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("%d restaurants: %w", n, err)
 		}
 	}
+	if err := b.largeKeyUnderLoad(ctx, dir, maxSize, keys[maxSize]); err != nil {
+		return fmt.Errorf("%d restaurants under load: %w", maxSize, err)
+	}
 	for _, n := range walkSizes {
 		if err := b.walkCurve(ctx, dir, n, walkCalls[0]); err != nil {
 			return fmt.Errorf("walk of %d records: %w", n, err)
@@ -199,9 +211,117 @@ func run(ctx context.Context) error {
 	return nil
 }
 
+// largeKeyUnderLoad prints the rows of the largest key under load: its
+// reads while other keys are created and revoked (each change invalidates
+// that key alone, so the polling key's reads must not wait on a lookup of
+// its own grants), and serve's peak resident set while eight
+// GET /v1/restaurants of the key are answered at once.
+func (b *bench) largeKeyUnderLoad(ctx context.Context, dir string, n int, key string) error {
+	row := func(what, format string, args ...any) {
+		fmt.Printf("%d restaurants | %s | %s\n", n, what, fmt.Sprintf(format, args...))
+	}
+	// About 100 reads a second for 10 s, while a key of one restaurant is
+	// created and revoked four times.
+	const reads, every = 1000, 10 * time.Millisecond
+	done := make(chan error, 1)
+	go func() {
+		for i := range 4 {
+			time.Sleep(2 * time.Second)
+			other, _, err := b.createKey(ctx, dir, fmt.Sprintf("other-%d", i), 0, "r000001")
+			if err != nil {
+				done <- err
+				return
+			}
+			public := strings.TrimPrefix(strings.SplitN(other, ".", 2)[0], "fsk_")
+			if out, err := b.cmd(ctx, nil, "keys", "revoke", public).CombinedOutput(); err != nil {
+				done <- fmt.Errorf("keys revoke: %w: %s", err, out)
+				return
+			}
+		}
+		done <- nil
+	}()
+	var samples []time.Duration
+	tick := time.NewTicker(every)
+	for range reads {
+		<-tick.C
+		_, took, err := b.get(ctx, key, "/v1/restaurants/r000000/collections/areas/records?limit=1", "")
+		if err != nil {
+			tick.Stop()
+			return err
+		}
+		samples = append(samples, took)
+	}
+	tick.Stop()
+	if err := <-done; err != nil {
+		return err
+	}
+	slices.Sort(samples)
+	row("1,000 reads at about 100 a second while four other keys are created and revoked", "p50 %s, p99 %s, max %s",
+		ms(samples[len(samples)/2]), ms(samples[len(samples)*99/100]), ms(samples[len(samples)-1]))
+
+	before, err := peakRSS(b.servePID)
+	if err != nil {
+		return err
+	}
+	for _, coding := range []string{"", "gzip"} {
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				_, _, err := b.get(ctx, key, "/v1/restaurants", coding)
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+	}
+	after, err := peakRSS(b.servePID)
+	if err != nil {
+		return err
+	}
+	row("8 GET /v1/restaurants at once, identity then gzip: serve's peak resident set", "%d MB (%d MB before)", after>>20, before>>20)
+	return nil
+}
+
+// peakRSS is a process's high-water resident set (VmHWM), in bytes.
+func peakRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+// advanceTransactions commits n empty transactions that each take a
+// transaction id, as n writes of other tenants would.
+func (b *bench) advanceTransactions(ctx context.Context, n int) error {
+	for range n {
+		if _, err := b.conn.Exec(ctx, "SELECT pg_catalog.txid_current()"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // database creates foodsafe_scale on the server of base and migrates it.
+// It connects to the server's maintenance database (postgres), not to
+// the one base names, which need not exist (make's default DATABASE_URL
+// names foodsafe, which only make run creates).
 func (b *bench) database(ctx context.Context, base string) error {
-	admin, err := pgx.Connect(ctx, base)
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	u.Path = "/postgres"
+	admin, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		return err
 	}
@@ -210,10 +330,6 @@ func (b *bench) database(ctx context.Context, base string) error {
 		return err
 	}
 	if _, err := admin.Exec(ctx, `CREATE DATABASE foodsafe_scale`); err != nil {
-		return err
-	}
-	u, err := url.Parse(base)
-	if err != nil {
 		return err
 	}
 	u.Path = "/foodsafe_scale"
@@ -282,6 +398,7 @@ func (b *bench) serve(ctx context.Context, dir string) (func(), error) {
 	if err := c.Start(); err != nil {
 		return nil, err
 	}
+	b.servePID = c.Process.Pid
 	stop := func() {
 		_ = c.Process.Signal(os.Interrupt)
 		_ = c.Wait()
@@ -363,6 +480,13 @@ func (b *bench) keyRows(ctx context.Context, n int, key string, polls, calls int
 	}
 	row("first request of the key (a one-record walk page)", "%s (the same request again: %s)", ms(first), ms(again))
 
+	// Every stream of the key written in one transaction just before the
+	// listing (a bulk write): the next poll's worst case (see below).
+	if _, err := b.conn.Exec(ctx, `UPDATE collection_streams SET changed_xact = pg_current_xact_id()::text::bigint
+		WHERE restaurant_id < 'r' || lpad($1::int::text, 6, '0')`, n); err != nil {
+		return err
+	}
+
 	start := time.Now()
 	pages, streams := 0, 0
 	var changes string
@@ -392,22 +516,48 @@ func (b *bench) keyRows(ctx context.Context, n int, key string, polls, calls int
 	}
 	row("GET /v1/changes, full listing without a cursor", "%d pages, %d streams, %s", pages, streams, time.Since(start).Round(time.Millisecond))
 
-	var samples []time.Duration
-	for range polls {
-		body, took, err := b.get(ctx, key, "/v1/changes?limit=100&cursor="+url.QueryEscape(changes), "")
-		if err != nil {
-			return err
+	poll := func() ([]time.Duration, error) {
+		var samples []time.Duration
+		for range polls {
+			body, took, err := b.get(ctx, key, "/v1/changes?limit=100&cursor="+url.QueryEscape(changes), "")
+			if err != nil {
+				return nil, err
+			}
+			var p page
+			if err := json.Unmarshal(body, &p); err != nil {
+				return nil, err
+			}
+			if len(p.Data) != 0 {
+				return nil, fmt.Errorf("a poll with nothing changed listed %d streams", len(p.Data))
+			}
+			if p.ChangesCursor == nil {
+				return nil, errors.New("a poll's last page has no changesCursor")
+			}
+			// As a client does: the next poll starts where this one ended.
+			changes = *p.ChangesCursor
+			samples = append(samples, took)
 		}
-		var p page
-		if err := json.Unmarshal(body, &p); err != nil {
-			return err
-		}
-		if len(p.Data) != 0 {
-			return fmt.Errorf("a poll with nothing changed listed %d streams", len(p.Data))
-		}
-		samples = append(samples, took)
+		return samples, nil
 	}
-	row("a poll with nothing changed", "%s", stats(samples))
+	samples, err := poll()
+	if err != nil {
+		return err
+	}
+	row("a poll with nothing changed, right after a bulk write of all its streams", "%s", stats(samples))
+	// The listing indexes key the epoch of a stream's last writing
+	// transaction (changed_xact >> 10, migration 00023), so a poll reads
+	// the streams written in up to 1,023 transactions before its position
+	// and keeps those written after it. All the key's streams were written
+	// in one transaction just before the listing, so the poll above reads
+	// every one: its worst case. Ingest writes one stream per transaction:
+	// 2,048 transactions later (any tenant's) is a poll's steady state.
+	if err := b.advanceTransactions(ctx, 2048); err != nil {
+		return err
+	}
+	if samples, err = poll(); err != nil {
+		return err
+	}
+	row("a poll with nothing changed, 2,048 transactions later", "%s", stats(samples))
 
 	list, walk, err := b.mcp(ctx, key, calls)
 	if err != nil {

@@ -164,6 +164,7 @@ type GooseDbVersion struct {
 
 // Scopes a key holds per restaurant. Scope names are validated against the catalog by the application; the CHECK only guards the shape.
 type KeyGrant struct {
+	// The key granted. n_distinct = -0.001: the planner assumes many keys each holding a small share of the grants, whatever the sample, so a key's grants are read by key_grants_pkey (KeyAuthLookup), never by a scan of key_grants_restaurant_idx filtered on key_id.
 	KeyID        int64
 	RestaurantID string
 	Scope        string
