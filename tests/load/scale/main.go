@@ -102,27 +102,45 @@ type bench struct {
 	servePID int
 }
 
+// settings are the benchmark's sizes and samples, from the environment.
+type settings struct {
+	sizes, walkSizes           []int
+	polls, mcpCalls, walkCalls int
+}
+
+func readSettings() (settings, error) {
+	var st settings
+	lists := []struct {
+		name, def string
+		into      *[]int
+	}{{"SIZES", "200,2000,20000", &st.sizes}, {"WALK_SIZES", "100000,1000000", &st.walkSizes}}
+	for _, l := range lists {
+		v, err := ints(l.name, l.def)
+		if err != nil {
+			return st, err
+		}
+		*l.into = v
+	}
+	counts := []struct {
+		name, def string
+		into      *int
+	}{{"POLLS", "30", &st.polls}, {"MCP_CALLS", "10", &st.mcpCalls}, {"WALK_CALLS", "30", &st.walkCalls}}
+	for _, c := range counts {
+		v, err := ints(c.name, c.def)
+		if err != nil {
+			return st, err
+		}
+		*c.into = v[0]
+	}
+	return st, nil
+}
+
 func run(ctx context.Context) error {
-	sizes, err := ints("SIZES", "200,2000,20000")
+	st, err := readSettings()
 	if err != nil {
 		return err
 	}
-	walkSizes, err := ints("WALK_SIZES", "100000,1000000")
-	if err != nil {
-		return err
-	}
-	polls, err := ints("POLLS", "30")
-	if err != nil {
-		return err
-	}
-	calls, err := ints("MCP_CALLS", "10")
-	if err != nil {
-		return err
-	}
-	walkCalls, err := ints("WALK_CALLS", "30")
-	if err != nil {
-		return err
-	}
+	sizes, walkSizes := st.sizes, st.walkSizes
 	b := &bench{bin: env("BIN", "bin/foodsafe"), http: &http.Client{Transport: &http.Transport{DisableCompression: true}}}
 	for _, s := range catalog.Scopes() {
 		if strings.HasSuffix(s, ":read") && s != catalog.DeliveryImagesRead {
@@ -139,64 +157,26 @@ func run(ctx context.Context) error {
 	}
 	defer b.conn.Close(ctx)
 	maxSize := slices.Max(sizes)
-	start := time.Now()
-	if _, err := b.conn.Exec(ctx, `INSERT INTO restaurants (id) SELECT 'r' || lpad(g::text, 6, '0') FROM generate_series(0, $1::int - 1) g`, maxSize); err != nil {
+	if err := b.seed(ctx, maxSize); err != nil {
 		return err
 	}
-	if _, err := b.conn.Exec(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
-		SELECT 'r' || lpad(g::text, 6, '0'), s, 10, pg_current_xact_id()::text::bigint
-		FROM generate_series(0, $1::int - 1) g, unnest($2::text[]) s`, maxSize, b.streams); err != nil {
-		return err
-	}
-	if err := b.seedWalk(ctx, "r000000", "areas", 1000); err != nil {
-		return err
-	}
-	fmt.Printf("seeded %d restaurants x %d streams in %s\n", maxSize, len(b.streams), time.Since(start).Round(time.Millisecond))
-
 	dir, err := os.MkdirTemp("", "bench-scale")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	keys := map[int]string{}
-	for _, n := range sizes {
-		key, took, err := b.createKey(ctx, dir, fmt.Sprintf("scale-%d", n), n, "")
-		if err != nil {
-			return err
-		}
-		keys[n] = key
-		fmt.Printf("%d restaurants: keys create --grants-file (%d grants) %s\n", n, n*len(b.reads), took.Round(time.Millisecond))
-	}
-	if _, err := b.conn.Exec(ctx, "ANALYZE"); err != nil {
-		return err
-	}
-
-	// A key of one restaurant warms the server (its pool, its prepared
-	// statements) before any key's first request is timed.
-	warm, _, err := b.createKey(ctx, dir, "warm-up", 0, "r000000")
+	keys, err := b.createKeys(ctx, dir, sizes)
 	if err != nil {
 		return err
 	}
-	stop, err := b.serve(ctx, dir)
+	stop, err := b.serveWarm(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	for i := range 20 {
-		_, took, err := b.get(ctx, warm, "/v1/restaurants/r000000/collections/areas/records?limit=1", "")
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			fmt.Printf("1 restaurant | first request of the key (a one-record walk page), the server's first | %s\n", ms(took))
-		}
-		if _, _, err := b.get(ctx, warm, "/v1/changes?limit=100", ""); err != nil {
-			return err
-		}
-	}
 
 	for _, n := range sizes {
-		if err := b.keyRows(ctx, n, keys[n], polls[0], calls[0]); err != nil {
+		if err := b.keyRows(ctx, n, keys[n], st.polls, st.mcpCalls); err != nil {
 			return fmt.Errorf("%d restaurants: %w", n, err)
 		}
 	}
@@ -204,11 +184,73 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("%d restaurants under load: %w", maxSize, err)
 	}
 	for _, n := range walkSizes {
-		if err := b.walkCurve(ctx, dir, n, walkCalls[0]); err != nil {
+		if err := b.walkCurve(ctx, dir, n, st.walkCalls); err != nil {
 			return fmt.Errorf("walk of %d records: %w", n, err)
 		}
 	}
 	return nil
+}
+
+// seed inserts n restaurants with one stream per read scope each, and a
+// walk of 1,000 records on the first.
+func (b *bench) seed(ctx context.Context, n int) error {
+	start := time.Now()
+	if _, err := b.conn.Exec(ctx, `INSERT INTO restaurants (id) SELECT 'r' || lpad(g::text, 6, '0') FROM generate_series(0, $1::int - 1) g`, n); err != nil {
+		return err
+	}
+	if _, err := b.conn.Exec(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
+		SELECT 'r' || lpad(g::text, 6, '0'), s, 10, pg_current_xact_id()::text::bigint
+		FROM generate_series(0, $1::int - 1) g, unnest($2::text[]) s`, n, b.streams); err != nil {
+		return err
+	}
+	if err := b.seedWalk(ctx, "r000000", "areas", 1000); err != nil {
+		return err
+	}
+	fmt.Printf("seeded %d restaurants x %d streams in %s\n", n, len(b.streams), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// createKeys creates a key of each size (printing how long each took),
+// then ANALYZEs.
+func (b *bench) createKeys(ctx context.Context, dir string, sizes []int) (map[int]string, error) {
+	keys := map[int]string{}
+	for _, n := range sizes {
+		key, took, err := b.createKey(ctx, dir, fmt.Sprintf("scale-%d", n), n, "")
+		if err != nil {
+			return nil, err
+		}
+		keys[n] = key
+		fmt.Printf("%d restaurants: keys create --grants-file (%d grants) %s\n", n, n*len(b.reads), took.Round(time.Millisecond))
+	}
+	_, err := b.conn.Exec(ctx, "ANALYZE")
+	return keys, err
+}
+
+// serveWarm starts serve and warms it with a key of one restaurant (its
+// pool, its prepared statements) before any key's first request is timed.
+func (b *bench) serveWarm(ctx context.Context, dir string) (func(), error) {
+	warm, _, err := b.createKey(ctx, dir, "warm-up", 0, "r000000")
+	if err != nil {
+		return nil, err
+	}
+	stop, err := b.serve(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range 20 {
+		_, took, err := b.get(ctx, warm, "/v1/restaurants/r000000/collections/areas/records?limit=1", "")
+		if err == nil {
+			_, _, err = b.get(ctx, warm, "/v1/changes?limit=100", "")
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if i == 0 {
+			fmt.Printf("1 restaurant | first request of the key (a one-record walk page), the server's first | %s\n", ms(took))
+		}
+	}
+	return stop, nil
 }
 
 // largeKeyUnderLoad prints the rows of the largest key under load: its
@@ -464,6 +506,60 @@ func stats(samples []time.Duration) string {
 	return fmt.Sprintf("p50 %s, max %s (%d)", ms(samples[len(samples)/2]), ms(samples[len(samples)-1]), len(samples))
 }
 
+// listChanges reads every page of GET /v1/changes without a cursor and
+// returns how many pages and streams it had, and its changesCursor.
+func (b *bench) listChanges(ctx context.Context, key string) (pages, streams int, changes string, err error) {
+	for cursor := ""; ; {
+		path := "/v1/changes?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		body, _, err := b.get(ctx, key, path, "")
+		if err != nil {
+			return 0, 0, "", err
+		}
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			return 0, 0, "", err
+		}
+		pages++
+		streams += len(p.Data)
+		if p.NextCursor == nil {
+			if p.ChangesCursor == nil {
+				return 0, 0, "", errors.New("the listing's last page has no changesCursor")
+			}
+			return pages, streams, *p.ChangesCursor, nil
+		}
+		cursor = *p.NextCursor
+	}
+}
+
+// poll times n polls of GET /v1/changes with nothing changed, each from
+// the changesCursor the one before returned (as a client does), which it
+// leaves in changes.
+func (b *bench) poll(ctx context.Context, key string, changes *string, n int) ([]time.Duration, error) {
+	var samples []time.Duration
+	for range n {
+		body, took, err := b.get(ctx, key, "/v1/changes?limit=100&cursor="+url.QueryEscape(*changes), "")
+		if err != nil {
+			return nil, err
+		}
+		var p page
+		if err := json.Unmarshal(body, &p); err != nil {
+			return nil, err
+		}
+		if len(p.Data) != 0 {
+			return nil, fmt.Errorf("a poll with nothing changed listed %d streams", len(p.Data))
+		}
+		if p.ChangesCursor == nil {
+			return nil, errors.New("a poll's last page has no changesCursor")
+		}
+		*changes = *p.ChangesCursor
+		samples = append(samples, took)
+	}
+	return samples, nil
+}
+
 // keyRows prints the scale table's rows for the key of n restaurants.
 func (b *bench) keyRows(ctx context.Context, n int, key string, polls, calls int) error {
 	row := func(what, format string, args ...any) {
@@ -488,57 +584,13 @@ func (b *bench) keyRows(ctx context.Context, n int, key string, polls, calls int
 	}
 
 	start := time.Now()
-	pages, streams := 0, 0
-	var changes string
-	for cursor := ""; ; {
-		path := "/v1/changes?limit=100"
-		if cursor != "" {
-			path += "&cursor=" + url.QueryEscape(cursor)
-		}
-		body, _, err := b.get(ctx, key, path, "")
-		if err != nil {
-			return err
-		}
-		var p page
-		if err := json.Unmarshal(body, &p); err != nil {
-			return err
-		}
-		pages++
-		streams += len(p.Data)
-		if p.NextCursor == nil {
-			if p.ChangesCursor == nil {
-				return errors.New("the listing's last page has no changesCursor")
-			}
-			changes = *p.ChangesCursor
-			break
-		}
-		cursor = *p.NextCursor
+	pages, streams, changes, err := b.listChanges(ctx, key)
+	if err != nil {
+		return err
 	}
 	row("GET /v1/changes, full listing without a cursor", "%d pages, %d streams, %s", pages, streams, time.Since(start).Round(time.Millisecond))
 
-	poll := func() ([]time.Duration, error) {
-		var samples []time.Duration
-		for range polls {
-			body, took, err := b.get(ctx, key, "/v1/changes?limit=100&cursor="+url.QueryEscape(changes), "")
-			if err != nil {
-				return nil, err
-			}
-			var p page
-			if err := json.Unmarshal(body, &p); err != nil {
-				return nil, err
-			}
-			if len(p.Data) != 0 {
-				return nil, fmt.Errorf("a poll with nothing changed listed %d streams", len(p.Data))
-			}
-			if p.ChangesCursor == nil {
-				return nil, errors.New("a poll's last page has no changesCursor")
-			}
-			// As a client does: the next poll starts where this one ended.
-			changes = *p.ChangesCursor
-			samples = append(samples, took)
-		}
-		return samples, nil
-	}
+	poll := func() ([]time.Duration, error) { return b.poll(ctx, key, &changes, polls) }
 	samples, err := poll()
 	if err != nil {
 		return err
