@@ -153,6 +153,25 @@ func inProcessSync(ctx context.Context, t testing.TB, api, key, target string, l
 	return next, sum, err
 }
 
+// interruptFirstSync runs a first sync into target through the proxy and
+// cancels it when the feed's second page is asked for (the first page is
+// applied by then); it returns the run's stop message.
+func interruptFirstSync(t *testing.T, proxy *countingProxy, key, target string, logs *bytes.Buffer) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxy.setAfterFeed(func(page int) error {
+		if page == 2 {
+			cancel()
+		}
+		return nil
+	})
+	next, _, err := inProcessSync(ctx, t, proxy.URL, key, target, logs)
+	require.ErrorIs(t, err, context.Canceled)
+	proxy.setAfterFeed(nil)
+	return next
+}
+
 // A first sync of 400 restaurants x 5 collections (2,000 records, one per
 // stream) reads them through the key-wide feed: at most 250 requests,
 // counted as they reach the server (the issue's goal; a walk per stream
@@ -248,15 +267,7 @@ func TestSyncFirstSyncResumesInsideTheFeed(t *testing.T) {
 	require.Len(t, feed, 3, "the uninterrupted first sync: three pages")
 
 	target := sqliteTarget(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	proxy.setAfterFeed(func(page int) error {
-		if page == 2 {
-			cancel()
-		}
-		return nil
-	})
-	next, _, err := inProcessSync(ctx, t, proxy.URL, key, target, &logs)
-	require.ErrorIs(t, err, context.Canceled)
+	next := interruptFirstSync(t, proxy, key, target, &logs)
 	require.Contains(t, next, "resumes the first listing of every record")
 	_, _, first := proxy.take(t)
 	require.Len(t, first, 2, "interrupted after the second page")
@@ -268,7 +279,6 @@ func TestSyncFirstSyncResumesInsideTheFeed(t *testing.T) {
 	require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM stream_heads`)).Scan(&applied))
 	require.Positive(t, applied, "the first page's streams are kept")
 
-	proxy.setAfterFeed(nil)
 	next, _, err = inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
 	require.NoError(t, err, logs.String())
 	_, _, second := proxy.take(t)
@@ -355,23 +365,14 @@ func TestSyncRefusedFeedCursorStartsOver(t *testing.T) {
 	key := a.newKey(feedGrants(restaurants, 5, false)...)
 	proxy := newCountingProxy(t, a.srv.URL)
 	target := sqliteTarget(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	proxy.setAfterFeed(func(page int) error {
-		if page == 2 {
-			cancel() // the first page is applied by then
-		}
-		return nil
-	})
 	var logs bytes.Buffer
-	_, _, err := inProcessSync(ctx, t, proxy.URL, key, target, &logs)
-	require.ErrorIs(t, err, context.Canceled)
-	proxy.setAfterFeed(nil)
+	interruptFirstSync(t, proxy, key, target, &logs)
 	proxy.take(t)
 
 	mu.Lock()
 	now = now.Add(25 * time.Hour) // past any walk cursor's lifetime
 	mu.Unlock()
-	_, _, err = inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
+	_, _, err := inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
 	require.NoError(t, err, logs.String())
 	_, _, feed := proxy.take(t)
 	require.Len(t, feed, 4, "the kept cursor, refused, then the whole feed again")
@@ -490,24 +491,15 @@ func TestSyncFeedAcrossAGrantChange(t *testing.T) {
 	key := a.newKey(feedGrants(restaurants[:59], 5, false)...)
 	proxy := newCountingProxy(t, a.srv.URL)
 	target := sqliteTarget(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	proxy.setAfterFeed(func(page int) error {
-		if page == 2 {
-			cancel() // the first page is applied by then
-		}
-		return nil
-	})
 	var logs bytes.Buffer
-	_, _, err := inProcessSync(ctx, t, proxy.URL, key, target, &logs)
-	require.ErrorIs(t, err, context.Canceled)
-	proxy.setAfterFeed(nil)
+	interruptFirstSync(t, proxy, key, target, &logs)
 	proxy.take(t)
 
 	require.NoError(t, a.store().KeyGrant(context.Background(), publicID(t, key), feedGrants(restaurants[59:], 5, false)))
 	require.Eventually(t, func() bool {
 		return strings.Contains(string(a.getAs(key, "/v1/restaurants").Body), `"r059"`)
 	}, 10*time.Second, 50*time.Millisecond, "the server sees the new grant")
-	_, _, err = inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
+	_, _, err := inProcessSync(context.Background(), t, proxy.URL, key, target, &logs)
 	require.NoError(t, err, logs.String())
 	_, _, feed := proxy.take(t)
 	require.Len(t, feed, 3, "the kept cursor started the feed over: three pages again")
