@@ -16,12 +16,14 @@ import (
 )
 
 // warmKey uses key until the server answers it from memory. It first
-// waits, without requests, for the key cache's listener to go live
-// (shortly after start): each request spends the key's budget, which a
-// slow start must not exhaust.
+// waits, without requests, until the server has heard every key change
+// made so far (the key's own creation among them, which would otherwise
+// make it forget the key again): each request spends the key's budget,
+// which a slow machine must not exhaust.
 func (a *app) warmKey(key string) {
 	a.t.Helper()
-	waitUntil(a.t, "the key cache to go live", func() bool { return a.store().KeyCacheStats().Live })
+	made := time.Now()
+	waitUntil(a.t, "the key cache to hear every key change", func() bool { return a.store().KeyChangesHeardBy(made) })
 	waitUntil(a.t, "the key cache to hold the key", func() bool {
 		require.Equal(a.t, http.StatusOK, a.getAs(key, "/v1/restaurants").Status)
 		return a.store().KeyInMemory(publicID(a.t, key))
