@@ -14,7 +14,7 @@ import (
 )
 
 // walkIndexes are the only ways a walk statement may read a table.
-var walkIndexes = []string{"records_walk_idx", "record_changes_superseded_idx", "record_changes_at_pin_idx"}
+var walkIndexes = []string{"records_walk_idx", "record_changes_lifetime_idx"}
 
 // requireWalkIndexesOnly asserts that every node reading a table is an
 // index scan of one of walkIndexes, that nothing sorts, and that nothing
@@ -37,7 +37,7 @@ func requireWalkIndexesOnly(t testing.TB, plan planNode, what string) []string {
 // A changes walk is the walk statement with after = the previous pin: its
 // first page, its later pages and its empty answer (and a full walk's
 // first page, the same statement with after = 0) read only
-// records_walk_idx and record_changes_at_pin_idx, never sort and
+// records_walk_idx and record_changes_lifetime_idx, never sort and
 // never scan a table, in one round trip each, whether the tables were
 // ANALYZEd or never were, as custom and as generic plans.
 func TestChangesWalkPlans(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 )
 
 // A walk page reads records_walk_idx as one range scan (and a later page
-// the versions as of the pin of the records changed since, one probe of
-// record_changes_at_pin_idx each):
+// the versions as of the pin of the records changed since that fall in
+// it, one rectangle of record_changes_lifetime_idx):
 // no Sort node and no sequential scan, for first and later pages, custom
 // and generic plans.
 func TestWalkPlans(t *testing.T) {
@@ -59,11 +59,11 @@ func TestWalkPlans(t *testing.T) {
 			types := requireIndexOnlyPlan(t, plan, "records_walk_idx")
 			usesHistory := false
 			plan.walk(func(n planNode) {
-				if n.IndexName == "record_changes_at_pin_idx" || n.IndexName == "record_changes_superseded_idx" {
+				if n.IndexName == "record_changes_lifetime_idx" {
 					usesHistory = true
-					// The planner must expect few versions per probe; if it
-					// expects a large share of the history it plans a
-					// sequential scan once the table is big.
+					// The planner must expect few versions in the page's
+					// rectangle; if it expects a large share of the history
+					// it plans a sequential scan once the table is big.
 					require.LessOrEqual(t, n.PlanRows, superseded/100,
 						"%s page, generic=%v: history branch estimated at %v rows of %v superseded versions", name, generic, n.PlanRows, superseded)
 				}

@@ -28,7 +28,7 @@ var hotPathIndexes = map[string][]string{
 	"KeyAuthLookup":           {"api_keys_public_id_key", "key_grants_pkey"},
 	"SessionAuthLookup":       {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
 	"RecordGet":               {"records_pkey"},
-	"RecordWalkPage":          {"records_walk_idx", "record_changes_superseded_idx", "record_changes_at_pin_idx"},
+	"RecordWalkPage":          {"records_walk_idx", "record_changes_lifetime_idx"},
 	"RecordWalkFirstPage":     {"records_walk_idx"},
 	"RecordChangeByMutation":  {"record_changes_pkey"},
 	"StreamNextSequence":      {"collection_streams_pkey"},

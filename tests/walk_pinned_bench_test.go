@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/testdb"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // BenchmarkPinnedWalkPage: a page of a walk pinned behind many updates
@@ -22,9 +24,12 @@ import (
 // ANALYZEd, then ANALYZEd, then VACUUMed (a plain VACUUM, as autovacuum
 // runs it: the walk index's dead entries of the updates go). "pinned" reads the 100 records changed since
 // the pin as they stood at it; "head" is the same page of a walk pinned
-// after the updates (nothing changed since its pin). Each case logs its
-// EXPLAIN (ANALYZE, BUFFERS) once: the pinned page's cost follows the
-// records changed since the pin, not the versions written since.
+// after the updates (nothing changed since its pin). The first page after
+// the walk's first holds none of the records changed; "changed-in-page"
+// is the page around the first of them, which the pinned walk returns as
+// it stood at the pin. Each case logs its EXPLAIN (ANALYZE, BUFFERS)
+// once: the pinned page's cost follows the versions it returns, not the
+// versions written or the records changed since the pin.
 func BenchmarkPinnedWalkPage(b *testing.B) {
 	const n, changed, limit = 100_000, 100, 50
 	updates := 20_000
@@ -45,6 +50,12 @@ func BenchmarkPinnedWalkPage(b *testing.B) {
 	head, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit})
 	require.NoError(b, err)
 	atHead := store.WalkPos{Pinned: head.Pinned, After: pinned.After}
+	// The page (after, after+limit] around rec-<n/changed>, the first
+	// record changed: records and sequences are numbered alike by the seed.
+	around := int64(n/changed - limit/2)
+	changedAtHead := store.WalkPos{Pinned: head.Pinned, After: around}
+	changedPinned := store.WalkPos{Pinned: pinned.Pinned, After: around}
+	firstChanged := fmt.Sprintf("rec-%07d", n/changed)
 
 	for _, stats := range []string{"never-analyzed", "analyzed", "vacuumed"} {
 		switch stats {
@@ -60,11 +71,16 @@ func BenchmarkPinnedWalkPage(b *testing.B) {
 		for _, c := range []struct {
 			name string
 			pos  store.WalkPos
-		}{{"head", atHead}, {"pinned", pinned}} {
+		}{{"head", atHead}, {"pinned", pinned}, {"head/changed-in-page", changedAtHead}, {"pinned/changed-in-page", changedPinned}} {
 			rec.take()
 			page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: limit, Pos: &c.pos})
 			require.NoError(b, err)
 			require.Len(b, page.Records, limit)
+			if c.pos == changedPinned {
+				i := slices.IndexFunc(page.Records, func(e wire.Envelope) bool { return e.ID == firstChanged })
+				require.GreaterOrEqual(b, i, 0, "the page holds %s", firstChanged)
+				require.False(b, strings.HasPrefix(page.Records[i].MutationID, "upd-"), "%s as it stood at the pin", firstChanged)
+			}
 			sent := rec.take()
 			require.Len(b, sent, 1)
 			b.Logf("%s/%s (%d updates of %d records since the pin):\n%s", stats, c.name, updates, changed,
@@ -123,9 +139,8 @@ func explainAnalyze(t testing.TB, dbURL string, q sentQuery) string {
 // record as it stood at the pin (the version current then, not the
 // first or the latest one), the records deleted since still live, the
 // records created since absent; resumed from every page's cursor, with
-// and without statistics. Both ways of reading the versions as of the pin
-// are taken: by record (5,000 updates of 100 records) and by version (300
-// records updated once each).
+// and without statistics. Two shapes of history since the pin: many
+// updates of few records (5,000 of 100) and one update each of many (300).
 func TestPinnedWalkBehindManyUpdates(t *testing.T) {
 	t.Parallel()
 	const n, changed, limit = 2_000, 100, 37
@@ -191,7 +206,7 @@ func TestPinnedWalkBehindManyUpdates(t *testing.T) {
 		}
 	}
 
-	// By record: 5,000 updates of 100 records, one in ten of them
+	// 5,000 updates of 100 records, one in ten of them
 	// deleted (some then written again), and records created.
 	pages, pos := walk()
 	for i := range 50 * changed {
@@ -202,7 +217,7 @@ func TestPinnedWalkBehindManyUpdates(t *testing.T) {
 	}
 	again("50 updates per record", pages, pos)
 
-	// By version: 300 records updated once, some deleted.
+	// 300 records updated once, some deleted.
 	pages, pos = walk()
 	for i := range 300 {
 		write(fmt.Sprintf("rec-%07d", i*6+1), fmt.Sprintf("once-%d", i), i%7 == 0)

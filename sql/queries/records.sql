@@ -149,28 +149,20 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      records_walk_idx, stopped by LIMIT;
 --   2. the versions as of P of the records changed since P (changed or
 --      deleted since the walk began, returned as they stood at P) that
---      fall in the page, read one of two ways, whichever costs less (mode):
---      a. by version, while fewer than 16 versions were written per
---         record changed since P: the versions superseded after P, one
---         range of record_changes_superseded_idx (superseded_by in
---         (P, H]), kept when their sequence lies in (after, B]. Versions
---         written one after another sit together on disk, so this reads
---         about a page per 50 versions;
---      b. by record, beyond that (a few records updated many times): for
---         each record changed since P (a current version in (P, H]: the
---         same range scan of records_walk_idx, one entry per record,
---         however often it changed), one backward probe of
---         record_changes_at_pin_idx (record_id, sequence) from B, the
---         newest superseded version in (after, B], kept when it was
---         superseded after P (then it is the version current at P). One
---         index descent per record (a few buffers, at random), so 20,000
---         updates of 100 records are 100 probes, not 20,000 rows.
+--      fall in the page: the superseded, uncompacted versions with
+--      sequence in (after, B] and superseded_by in (P, H], one rectangle
+--      of record_changes_lifetime_idx (a GiST index of the points
+--      (sequence, superseded_by), migration 00025). It reads the versions
+--      it returns and a few tree pages, however many versions were
+--      written since P and however many records they changed.
 --      B is the sequence of the last row of branch 1 when it is full (a
 --      version beyond it would be cut from the page anyway), else P: the
 --      same range of records_walk_idx again, index entries only, read only
 --      when a record changed since P (an aggregate over branch 1 would do,
---      but no statement on a request path aggregates). The mode reads at
---      most (H - P) / 16 + 1 entries of (P, H] of records_walk_idx.
+--      but no statement on a request path aggregates).
+--      The branch runs only when P < H and after < B (one-time filters):
+--      box() orders its corners, so an empty range on either axis would
+--      otherwise turn into another, non-empty one.
 --   3. only when (after, P] is empty: one marker row with an empty
 --      record_id (never a record's id) carrying P, so that an empty page
 --      still says where it is pinned. It answers a changes walk with
@@ -195,21 +187,10 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- Both reads of records say `restaurant_id = $1 COLLATE "C"`: records_walk_idx
 -- compares restaurant_id under "C" (migration 00006), so it is the only
 -- index matching these clauses, and lookups by record id, which do not name
--- the collation, can never take it, with or without statistics.
--- Branch 2 states superseded_by <= H (2a) and sequence <= H (2b) although
--- both always hold: P and H are unknown when the statement is planned, and
--- a two-sided range on unknown bounds is estimated narrow, where a bound
--- on one side alone is estimated at a third of the table and planned as a
--- sequential scan. The mode is a one-time filter of each: only one of 2a
--- and 2b runs. 2b's probe names restaurant_id COLLATE "C" and states
--- `superseded_by > sequence AND compacted_at IS NULL`, the predicate of
--- record_changes_at_pin_idx (which compares restaurant_id under "C"); 2a
--- states neither, so each takes only its own index, statistics or not (on
--- small tables the planner scanned all of record_changes_at_pin_idx for
--- 2a when 2a implied its predicate). The version the probe finds is
--- then checked to be superseded after P, so a compacted version as of P
--- yields nothing rather than an older one (cursors expire before
--- compaction reaches them anyway).
+-- the collation, can never take it, with or without statistics. Branch 2
+-- states the predicate of record_changes_lifetime_idx, and its rectangle
+-- is the only clause beyond the stream that any index of record_changes
+-- matches, so it takes that index with or without statistics.
 WITH head AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
@@ -218,18 +199,6 @@ WITH head AS (
                     0)::bigint AS h
 ), pin AS (
     SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
-), mode AS (
-    -- Whether fewer than 16 versions were written per record changed
-    -- since P: then at least (H - P) / 16 + 1 records lie in (P, H] of
-    -- records_walk_idx (read as index entries, stopped at that many).
-    SELECT (SELECT r.sequence FROM records r
-            WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
-              AND r.sequence > pin.p
-              AND r.sequence <= pin.h
-            ORDER BY r.sequence
-            OFFSET (pin.h - pin.p) / 16
-            LIMIT 1) IS NOT NULL AS by_version
-    FROM pin
 ), bound AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
@@ -252,33 +221,13 @@ UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
         h.captured_at, h.received_at, h.source_version, h.payload_version
  FROM record_changes h
- WHERE (SELECT by_version FROM mode)
+ WHERE (SELECT p < h FROM pin)
+   AND sqlc.arg(after_sequence) < (SELECT b FROM bound)
    AND h.restaurant_id = sqlc.arg(restaurant_id) AND h.collection = sqlc.arg(collection)
-   AND h.superseded_by > (SELECT p FROM pin)
-   AND h.superseded_by <= (SELECT h FROM pin)
-   AND h.compacted_at IS NULL
-   AND h.sequence > sqlc.arg(after_sequence)
-   AND h.sequence <= (SELECT b FROM bound))
-UNION ALL
-(SELECT (SELECT p FROM pin)::bigint AS pinned, v.record_id, v.sequence, v.mutation_id, v.deleted, v.data,
-        v.captured_at, v.received_at, v.source_version, v.payload_version
- FROM records c
- CROSS JOIN LATERAL (
-     SELECT h.record_id, h.sequence, h.mutation_id, h.deleted, h.data, h.captured_at, h.received_at,
-            h.source_version, h.payload_version, h.superseded_by
-     FROM record_changes h
-     WHERE h.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND h.collection = sqlc.arg(collection)
-       AND h.record_id = c.record_id
-       AND h.superseded_by > h.sequence AND h.compacted_at IS NULL
-       AND h.sequence > sqlc.arg(after_sequence)
-       AND h.sequence <= (SELECT b FROM bound)
-     ORDER BY h.sequence DESC
-     LIMIT 1) v
- WHERE c.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND c.collection = sqlc.arg(collection)
-   AND c.sequence > (SELECT p FROM pin)
-   AND c.sequence <= (SELECT h FROM pin)
-   AND NOT (SELECT by_version FROM mode)
-   AND v.superseded_by > (SELECT p FROM pin))
+   AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
+   AND point(h.sequence, h.superseded_by)
+       <@ box(point(sqlc.arg(after_sequence) + 1, (SELECT p FROM pin) + 1),
+              point((SELECT b FROM bound), (SELECT h FROM pin))))
 UNION ALL
 (SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM pin
