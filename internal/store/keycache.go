@@ -209,6 +209,14 @@ func (c *keyCache) prove(sent time.Time) {
 	c.proved = sent
 }
 
+// heardBy reports whether a proof sent after t was answered while the
+// listener is up (or the listener began after t, with nothing cached).
+func (c *keyCache) heardBy(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live && c.proved.After(t)
+}
+
 func (c *keyCache) stats(now time.Time) metrics.KeyCache {
 	c.mu.Lock()
 	live, size := c.usable(now), len(c.entries)
@@ -220,6 +228,12 @@ func (c *keyCache) stats(now time.Time) metrics.KeyCache {
 
 // KeyCacheStats reads the key cache's state and counters for /metrics.
 func (s *Store) KeyCacheStats() metrics.KeyCache { return s.keys.stats(time.Now()) }
+
+// KeyChangesHeardBy reports whether this server has heard every key
+// change committed before t (rule 2 of the key cache: a ping sent after
+// t was answered, or the listener began after t with an empty cache).
+// From then on a key looked up stays cached until it changes again.
+func (s *Store) KeyChangesHeardBy(t time.Time) bool { return s.keys.heardBy(t) }
 
 // StartKeyCache turns the key cache on: a goroutine keeps a connection
 // listening for key changes (reconnecting with backoff) and the cache is

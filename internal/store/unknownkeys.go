@@ -57,13 +57,3 @@ func (s *Store) KeyInMemory(publicID string) bool {
 	rec, _ := s.keys.get(publicID, time.Now())
 	return rec != nil
 }
-
-// KeyChangesHeardBy reports whether this server has heard every key
-// change committed before t (rule 2 of the key cache: a ping sent after
-// t was answered, or the listener began after t with an empty cache).
-// From then on a key looked up stays cached until it changes again.
-func (s *Store) KeyChangesHeardBy(t time.Time) bool {
-	s.keys.mu.Lock()
-	defer s.keys.mu.Unlock()
-	return s.keys.live && s.keys.proved.After(t)
-}
