@@ -22,7 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/demo"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/export"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -79,8 +80,8 @@ func TestSyncAnalystMirror(t *testing.T) {
 			requireTypedEqual(t, s.a, tg.target, demo.RestaurantID)
 			db, q := openTarget(t, tg.target)
 			var n int
-			require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM typed_relations WHERE source <> ?`), mirror.DeliveriesSource).Scan(&n))
-			require.Equal(t, len(mirror.TypedRelations())-4, n, "%s: every collection's relations exist", tg.name)
+			require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM typed_relations WHERE source <> ?`), typed.DeliveriesSource).Scan(&n))
+			require.Equal(t, len(typed.Relations())-4, n, "%s: every collection's relations exist", tg.name)
 			// Tombstoned records are in the collection's table (mark mode)
 			// but never in the typed relation.
 			var tombstones, typed int
@@ -197,15 +198,15 @@ func TestSyncAnalystMirror(t *testing.T) {
 	exportDir := t.TempDir() // outlives the subtest that writes it
 	t.Run("the Parquet export reads back in DuckDB", func(t *testing.T) {
 		node = requireDuckDB(t)
-		kinds := map[mirror.Kind]string{mirror.Text: "VARCHAR", mirror.Integer: "BIGINT", mirror.Millis: "BIGINT", mirror.Number: "DOUBLE",
-			mirror.Boolean: "BOOLEAN", mirror.Time: "TIMESTAMP WITH TIME ZONE", mirror.JSON: "VARCHAR"}
+		kinds := map[typed.Kind]string{typed.Text: "VARCHAR", typed.Integer: "BIGINT", typed.Millis: "BIGINT", typed.Number: "DOUBLE",
+			typed.Boolean: "BOOLEAN", typed.Time: "TIMESTAMP WITH TIME ZONE", typed.JSON: "VARCHAR"}
 		for _, tg := range targets {
 			dir := filepath.Join(exportDir, tg.name, "mirror-parquet")
 			res := s.a.cliSync("export", "--from", tg.target, "--format", "parquet", "--out", dir, "--json")
 			require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
-			var written []mirror.Exported
+			var written []export.File
 			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &written))
-			require.Len(t, written, len(mirror.TypedRelations()))
+			require.Len(t, written, len(typed.Relations()))
 			exports[tg.name] = dir
 
 			var files map[string]struct {
@@ -213,9 +214,9 @@ func TestSyncAnalystMirror(t *testing.T) {
 				Rows    [][]any
 			}
 			duckdb(t, node, nil, &files, "files", dir)
-			require.Len(t, files, len(mirror.TypedRelations()))
+			require.Len(t, files, len(typed.Relations()))
 			db, q := openTarget(t, tg.target)
-			for _, rel := range mirror.TypedRelations() {
+			for _, rel := range typed.Relations() {
 				f, ok := files[rel.Name+".parquet"]
 				require.True(t, ok, "%s: %s.parquet", tg.name, rel.Name)
 				var cols, want []string
@@ -249,7 +250,7 @@ func TestSyncAnalystMirror(t *testing.T) {
 		require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
 		require.Contains(t, res.Stdout, "typed_deliveries_temperature_records")
 		db, q := openTarget(t, sqlite)
-		for _, rel := range mirror.TypedRelations() {
+		for _, rel := range typed.Relations() {
 			f, err := os.Open(filepath.Join(dir, rel.Name+".csv"))
 			require.NoError(t, err)
 			recs, err := csv.NewReader(f).ReadAll()
@@ -266,11 +267,11 @@ func TestSyncAnalystMirror(t *testing.T) {
 					switch {
 					case v == "":
 						rec[i] = nullCell
-					case rel.Columns[i].Kind == mirror.Number:
+					case rel.Columns[i].Kind == typed.Number:
 						f, err := strconv.ParseFloat(v, 64)
 						require.NoError(t, err)
-						rec[i] = cellOf(t, mirror.Number, f)
-					case rel.Columns[i].Kind == mirror.JSON:
+						rec[i] = cellOf(t, typed.Number, f)
+					case rel.Columns[i].Kind == typed.JSON:
 						rec[i] = canonicalJSON(t, v)
 					}
 				}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/export"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -87,7 +87,7 @@ func BenchmarkSync(b *testing.B) {
 			r = runSync(b, "", "export", "--from", tg.target, "--out", b.TempDir(), "--json")
 			exportTook := time.Since(start)
 			require.Equal(b, 0, r.Code, "stderr:\n%s", r.Stderr)
-			var files []mirror.Exported
+			var files []export.File
 			require.NoError(b, json.Unmarshal([]byte(r.Stdout), &files))
 			for _, f := range files {
 				if f.Relation == "typed_areas" {

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/demo"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -85,7 +85,7 @@ func TestSyncSurvivesServerRestartAndDatabaseCut(t *testing.T) {
 	require.Zero(t, sum.Failed)
 	require.Contains(t, res.Stderr, "service unavailable; backing off")
 	require.Contains(t, res.Stderr, "requestId=sync-", "failures are logged with the request id")
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 }
 
 // A kept changes position the server refuses (400: here, the server's
@@ -114,7 +114,7 @@ func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 	r := sync()
 	require.Contains(t, r.Stderr, "changes position refused; reading every record again through the key-wide feed")
 	require.Contains(t, r.Stderr, "the first listing dropped records the server no longer has")
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM areas WHERE id = 'ghost'`).Scan(&n))
 	require.Zero(t, n, "the rebuild replaced the copy")
@@ -140,7 +140,7 @@ func TestSyncRebuildsOnRefusedCursor(t *testing.T) {
 	require.Contains(t, bad.Stderr, "areas: GET /v1/restaurants/demo-bistro/collections/areas/records: 400 invalid-request")
 	require.LessOrEqual(t, areas.Load(), int64(6), "changes cursor refused, a rebuild refused twice, then the stream fails")
 	sync()
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 }
 
 // faultProxy is an HTTP reverse proxy in front of a real server; inject
@@ -243,7 +243,7 @@ func TestSyncFilesAskForFreshURLs(t *testing.T) {
 	require.Equal(t, 1, bad.Code, "stderr:\n%s", bad.Stderr)
 	require.Contains(t, bad.Stderr, "a file could not be mirrored")
 	require.Equal(t, sum.Files-1, bad.summary(t).Files, "every other file was stored")
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 	inject.Store(func(http.ResponseWriter, *http.Request) bool { return false }) // an honest server behind it
 	good := runSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--files", "--files-dir", files, "--json")
 	require.Equal(t, 0, good.Code, "stderr:\n%s", good.Stderr)
@@ -283,7 +283,7 @@ func TestSyncClientRules(t *testing.T) {
 		require.Equal(t, 1, sum.Failed)
 		require.Equal(t, demoStreams, sum.Streams)
 		others := []string{"temperature-records", "users", "cleaning-tasks"}
-		requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark, others...)
+		requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark, others...)
 		st := s.a.cliSync("status", "--to", target)
 		require.Contains(t, st.Stdout, "500 internal-error", "status shows the stream's last error")
 	})
@@ -381,7 +381,7 @@ func TestSyncPacesAndHonoursRetryAfter(t *testing.T) {
 	require.Greater(t, sum.Requests, int64(budget), "the first sync needs more than one window's budget")
 	require.Zero(t, sum.RateLimited, "paced under the budget: no 429")
 	require.True(t, slices.ContainsFunc(first.Events, func(e syncEvent) bool { return e.Event == "wait" && e.Reason == "pacing" }))
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 
 	// Spend what is left of the window, as another client of the key would.
 	for i := 0; i <= budget; i++ {
@@ -395,5 +395,5 @@ func TestSyncPacesAndHonoursRetryAfter(t *testing.T) {
 	require.Equal(t, 0, again.Code, "stderr:\n%s", again.Stderr)
 	require.Positive(t, again.summary(t).RateLimited)
 	require.Contains(t, again.Stderr, "rate limited; waiting Retry-After")
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 }

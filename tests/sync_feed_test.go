@@ -25,6 +25,9 @@ import (
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/partnerapi"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -141,9 +144,9 @@ func seedFeed(t *testing.T, a *app, restaurants, n, perStream int) []string {
 func inProcessSync(ctx context.Context, t testing.TB, api, key, target string, logs *bytes.Buffer) (string, mirror.Summary, error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	c, err := mirror.NewClient(api, key, log)
+	c, err := partnerapi.NewClient(api, key, log)
 	require.NoError(t, err)
-	tg, err := mirror.OpenTarget(context.Background(), target)
+	tg, err := targets.Open(context.Background(), target)
 	require.NoError(t, err)
 	t.Cleanup(func() { tg.Close() })
 	s := mirror.NewSyncer(c, tg, mirror.Options{}, log, nil)
@@ -198,7 +201,7 @@ func TestSyncFirstSyncThroughFeed(t *testing.T) {
 	require.Equal(t, 2000, sum.Streams, "every stream ended by the feed")
 	require.Equal(t, int64(requests), sum.Requests, "the client counts what the server saw")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 	db, q := openTarget(t, target)
 	var kept int
@@ -216,8 +219,8 @@ func TestSyncFirstSyncThroughFeed(t *testing.T) {
 	require.Zero(t, byPath["/v1/records"], "later runs do not read the feed")
 	require.Equal(t, 2, r.summary(t).Streams)
 	require.LessOrEqual(t, requests, 5, "the grants, the listing and one page of each changed stream")
-	requireMirrorEqual(t, a, target, "r123", mirror.TombstoneMark, feedCollections(5)...)
-	requireMirrorEqual(t, a, target, "r399", mirror.TombstoneMark, feedCollections(5)...)
+	requireMirrorEqual(t, a, target, "r123", targets.TombstoneMark, feedCollections(5)...)
+	requireMirrorEqual(t, a, target, "r399", targets.TombstoneMark, feedCollections(5)...)
 }
 
 // mirrorRows is every collection row and delivery of a mirror, for
@@ -227,7 +230,7 @@ func mirrorRows(t testing.TB, target string) []string {
 	db, _ := openTarget(t, target)
 	var out []string
 	for _, c := range catalog.Collections {
-		rows, err := db.Query(`SELECT restaurant_id, id, sequence, deleted, coalesce(data, ''), mutation_id FROM ` + mirror.TableName(c.Name) + ` ORDER BY restaurant_id, id`)
+		rows, err := db.Query(`SELECT restaurant_id, id, sequence, deleted, coalesce(data, ''), mutation_id FROM ` + typed.TableName(c.Name) + ` ORDER BY restaurant_id, id`)
 		if err != nil && strings.Contains(err.Error(), "no such table") {
 			continue
 		}
@@ -290,7 +293,7 @@ func TestSyncFirstSyncResumesInsideTheFeed(t *testing.T) {
 	require.Contains(t, next, "lists the streams that changed")
 	require.Equal(t, mirrorRows(t, whole), mirrorRows(t, target), "the same mirror as an uninterrupted first sync")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 	require.Zero(t, mustCount(t, db, `SELECT count(*) FROM mirror_meta WHERE name = 'feed_cursor'`), "no feed under way")
 }
@@ -340,7 +343,7 @@ func TestSyncFeedMissesNoWriteDuringIt(t *testing.T) {
 	require.Len(t, feed, 3)
 	require.Positive(t, byPath["/v1/changes"], "the feed's changes cursor was listed")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 	db, q := openTarget(t, target)
 	var n int
@@ -380,7 +383,7 @@ func TestSyncRefusedFeedCursorStartsOver(t *testing.T) {
 	require.Empty(t, feed[1], "and, refused, started the feed over")
 	require.Contains(t, logs.String(), "starting it over from the beginning")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 }
 
@@ -447,7 +450,7 @@ func TestSyncInterruptedFeedSaysWhereItResumes(t *testing.T) {
 	require.NotEmpty(t, feed)
 	require.NotEmpty(t, feed[0], "the next run resumed the feed")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 }
 
@@ -475,7 +478,7 @@ func TestSyncFirstSyncWithoutFeedWalksEachStream(t *testing.T) {
 	require.Contains(t, r.Stderr, "the server has no key-wide feed (GET /v1/records); walking every stream instead")
 	require.Equal(t, 50, r.summary(t).Streams, "every stream walked")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 }
 
@@ -505,7 +508,7 @@ func TestSyncFeedAcrossAGrantChange(t *testing.T) {
 	require.Len(t, feed, 3, "the kept cursor started the feed over: three pages again")
 	require.NotEmpty(t, feed[0])
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 	db, q := openTarget(t, target)
 	var n int
@@ -545,6 +548,6 @@ func TestSyncFeedStopsAtItsDeadline(t *testing.T) {
 	require.Len(t, feed, 2, "the second and third pages")
 	require.NotEmpty(t, feed[0], "from the kept cursor")
 	for _, rid := range restaurants {
-		requireMirrorEqual(t, a, target, rid, mirror.TombstoneMark, feedCollections(5)...)
+		requireMirrorEqual(t, a, target, rid, targets.TombstoneMark, feedCollections(5)...)
 	}
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/demo"
 	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
 
 var syncCommand = &builtCommand{pkg: "../cmd/foodsafe-sync"}
@@ -276,7 +278,7 @@ type mirroredRecord struct {
 // In delete mode tombstoned records are absent from the mirror; in mark
 // mode they are present with deleted = true (their last data kept). With
 // only, just those collections are compared (and not the deliveries).
-func requireMirrorEqual(t testing.TB, a *app, target, restaurant string, mode mirror.TombstoneMode, only ...string) {
+func requireMirrorEqual(t testing.TB, a *app, target, restaurant string, mode targets.TombstoneMode, only ...string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, a.cfg.DatabaseURL)
@@ -302,7 +304,7 @@ func requireMirrorEqual(t testing.TB, a *app, target, restaurant string, mode mi
 			if sv != nil {
 				r.SourceVersion = sql.NullString{String: *sv, Valid: true}
 			}
-			if r.Deleted && mode == mirror.TombstoneDelete {
+			if r.Deleted && mode == targets.TombstoneDelete {
 				continue
 			}
 			server[id] = r
@@ -310,7 +312,7 @@ func requireMirrorEqual(t testing.TB, a *app, target, restaurant string, mode mi
 		require.NoError(t, rows.Err())
 		got := map[string]mirroredRecord{}
 		mrows, err := db.Query(q(`SELECT id, sequence, mutation_id, deleted, data, captured_at, received_at, source_version, payload_version
-			FROM `+mirror.TableName(c.Name)+` WHERE restaurant_id = ?`), restaurant)
+			FROM `+typed.TableName(c.Name)+` WHERE restaurant_id = ?`), restaurant)
 		require.NoError(t, err, c.Name)
 		for mrows.Next() {
 			var id string

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/demo"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
 
 // waitBounded waits for the sync to end by itself; one still running
@@ -30,7 +31,7 @@ func mirroredRows(t testing.TB, target, stream string) int64 {
 	t.Helper()
 	db, _ := openTarget(t, target)
 	var n int64
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+mirror.TableName(stream)).Scan(&n))
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM `+typed.TableName(stream)).Scan(&n))
 	return n
 }
 
@@ -133,5 +134,5 @@ func TestSyncEveryCarriesOnAfterAFailedRound(t *testing.T) {
 	require.Contains(t, res.Stderr, "sync run failed; trying again at the next interval")
 	require.Contains(t, res.Stderr, "run stopped: its deadline of 5s passed")
 	require.Contains(t, res.Stderr, "server unreachable; backing off")
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 }

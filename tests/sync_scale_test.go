@@ -13,7 +13,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -92,7 +92,7 @@ func TestSyncCostFollowsChange(t *testing.T) {
 	require.NoError(t, db.QueryRow(q(`SELECT count(*) FROM deliveries WHERE restaurant_id = 'r007' AND id = 'd-late'`)).Scan(&n))
 	require.Equal(t, 1, n, "the late upload reached the mirror")
 	for _, r := range restaurants {
-		requireMirrorEqual(t, a, target, r, mirror.TombstoneMark)
+		requireMirrorEqual(t, a, target, r, targets.TombstoneMark)
 	}
 
 	again := sync("refresh after that, nothing changed")

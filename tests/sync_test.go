@@ -13,6 +13,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/demo"
 	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -28,15 +29,15 @@ func TestSyncMirrorsEverything(t *testing.T) {
 	s := newDemoServer(t)
 	for _, tc := range []struct {
 		name, target string
-		mode         mirror.TombstoneMode
+		mode         targets.TombstoneMode
 	}{
-		{"sqlite, tombstones marked", sqliteTarget(t), mirror.TombstoneMark},
-		{"postgres, tombstones deleted", testdb.EmptyURL(t), mirror.TombstoneDelete},
+		{"sqlite, tombstones marked", sqliteTarget(t), targets.TombstoneMark},
+		{"postgres, tombstones deleted", testdb.EmptyURL(t), targets.TombstoneDelete},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := t.TempDir()
 			args := []string{"--api", s.p.URL, "--to", tc.target, "--files", "--files-dir", files, "--json"}
-			if tc.mode == mirror.TombstoneDelete {
+			if tc.mode == targets.TombstoneDelete {
 				args = append(args, "--tombstones", "delete")
 			}
 			first := runSync(t, s.readKey, args...)
@@ -64,7 +65,7 @@ func TestSyncMirrorsEverything(t *testing.T) {
 
 			st := s.a.cliSync("status", "--to", tc.target, "--json")
 			require.Equal(t, 0, st.Code, st.Stderr)
-			var status mirror.Status
+			var status targets.Status
 			require.NoError(t, json.Unmarshal([]byte(st.Stdout), &status))
 			require.Len(t, status.Streams, demoStreams)
 			for _, ss := range status.Streams {
@@ -97,11 +98,11 @@ func TestSyncConvergesUnderConcurrentIngest(t *testing.T) {
 	s := newDemoServer(t)
 	targets := []struct {
 		target string
-		mode   mirror.TombstoneMode
+		mode   targets.TombstoneMode
 		args   []string
 	}{
-		{sqliteTarget(t), mirror.TombstoneMark, nil},
-		{testdb.EmptyURL(t), mirror.TombstoneDelete, []string{"--tombstones", "delete"}},
+		{sqliteTarget(t), targets.TombstoneMark, nil},
+		{testdb.EmptyURL(t), targets.TombstoneDelete, []string{"--tombstones", "delete"}},
 	}
 	sync := func(i int) syncResult {
 		args := append([]string{"--api", s.p.URL, "--to", targets[i].target, "--json", "--overlap", "4h"}, targets[i].args...)
@@ -225,7 +226,7 @@ func requireCollectionsEqual(t testing.TB, s *demoServer, target string, collect
 	t.Helper()
 	full := runSync(t, s.readKey, "--api", s.p.URL, "--to", target, "--json")
 	require.Equal(t, 0, full.Code, "stderr:\n%s", full.Stderr)
-	requireMirrorEqual(t, s.a, target, demo.RestaurantID, mirror.TombstoneMark)
+	requireMirrorEqual(t, s.a, target, demo.RestaurantID, targets.TombstoneMark)
 }
 
 // seedAreas writes n area records through the API.

@@ -18,14 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
 
 // What the tests of the typed relations and of the export hold the
 // mirror to: the server's own records, read from its database and turned
 // into typed rows here, independently of the mirror's code (only the
-// relations' shapes, mirror.TypedRelations, are shared: their coverage of
-// the schemas is tested in internal/mirror).
+// relations' shapes, typed.Relations, are shared: their coverage of
+// the schemas is tested in internal/mirror/typed).
 
 // isoMillis is how every engine's instants are compared.
 const isoMillis = "2006-01-02T15:04:05.000Z"
@@ -35,7 +35,7 @@ const nullCell = "NULL"
 
 // cellOf normalises a value read from PostgreSQL, SQLite or DuckDB's JSON
 // for a column of kind k, so the three compare as text.
-func cellOf(t testing.TB, k mirror.Kind, v any) string {
+func cellOf(t testing.TB, k typed.Kind, v any) string {
 	t.Helper()
 	switch v := v.(type) {
 	case nil:
@@ -47,10 +47,10 @@ func cellOf(t testing.TB, k mirror.Kind, v any) string {
 	case bool:
 		return strconv.FormatBool(v)
 	case int64:
-		if k == mirror.Boolean {
+		if k == typed.Boolean {
 			return strconv.FormatBool(v != 0)
 		}
-		if k == mirror.Number {
+		if k == typed.Number {
 			return strconv.FormatFloat(float64(v), 'g', -1, 64)
 		}
 		return strconv.FormatInt(v, 10)
@@ -61,7 +61,7 @@ func cellOf(t testing.TB, k mirror.Kind, v any) string {
 		require.NoError(t, err)
 		return cellOf(t, k, f)
 	case string:
-		if k == mirror.JSON {
+		if k == typed.JSON {
 			return canonicalJSON(t, v)
 		}
 		return v
@@ -86,9 +86,9 @@ func canonicalJSON(t testing.TB, s string) string {
 func recipeCell(t testing.TB, v any) string {
 	t.Helper()
 	if f, ok := v.(float64); ok {
-		return cellOf(t, mirror.Number, f)
+		return cellOf(t, typed.Number, f)
 	}
-	return cellOf(t, mirror.Text, v)
+	return cellOf(t, typed.Text, v)
 }
 
 // served is a record (or a delivery) as the server holds it.
@@ -167,33 +167,33 @@ func lookup(v any, path string) (any, bool) {
 // expectedCell is what a column holds for a JSON value, by the rules of
 // the guide: integers whatever their number form, timestamps as the UTC
 // instant (up to year 9999) and as epoch milliseconds.
-func expectedCell(t testing.TB, k mirror.Kind, v any) string {
+func expectedCell(t testing.TB, k typed.Kind, v any) string {
 	t.Helper()
 	if v == nil {
 		return nullCell
 	}
 	switch k {
-	case mirror.Text:
+	case typed.Text:
 		return v.(string)
-	case mirror.Boolean:
+	case typed.Boolean:
 		return strconv.FormatBool(v.(bool))
-	case mirror.Number:
+	case typed.Number:
 		f, err := v.(json.Number).Float64()
 		require.NoError(t, err)
 		return strconv.FormatFloat(f, 'g', -1, 64)
-	case mirror.Integer:
+	case typed.Integer:
 		f, err := v.(json.Number).Float64()
 		require.NoError(t, err)
 		require.Equal(t, math.Trunc(f), f)
 		return strconv.FormatInt(int64(f), 10)
-	case mirror.Time, mirror.Millis:
+	case typed.Time, typed.Millis:
 		ms, err := strconv.ParseInt(v.(string), 10, 64)
 		require.NoError(t, err)
-		if k == mirror.Millis {
+		if k == typed.Millis {
 			return strconv.FormatInt(ms, 10)
 		}
 		return time.UnixMilli(ms).UTC().Format(isoMillis)
-	case mirror.JSON:
+	case typed.JSON:
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
 		return canonicalJSON(t, string(b))
@@ -217,12 +217,12 @@ func decodeNumbers(t testing.TB, b []byte) any {
 func expectedTyped(t testing.TB, live map[string][]served, restaurant string) map[string][][]string {
 	t.Helper()
 	out := map[string][][]string{}
-	for _, r := range mirror.TypedRelations() {
+	for _, r := range typed.Relations() {
 		rows := [][]string{}
 		for _, s := range live[r.Source] {
 			data := decodeNumbers(t, s.data)
-			envelope := func(c mirror.Column, ms int64) string {
-				if c.Kind == mirror.Millis {
+			envelope := func(c typed.Column, ms int64) string {
+				if c.Kind == typed.Millis {
 					return strconv.FormatInt(ms, 10)
 				}
 				return time.UnixMilli(ms).UTC().Format(isoMillis)
@@ -276,7 +276,7 @@ func sortRows(rows [][]string) {
 
 // typedRows reads a typed relation of a restaurant from a target, every
 // column by its name unquoted, normalised and sorted.
-func typedRows(t testing.TB, db *sql.DB, q func(string) string, r *mirror.Relation, restaurant string) [][]string {
+func typedRows(t testing.TB, db *sql.DB, q func(string) string, r *typed.Relation, restaurant string) [][]string {
 	t.Helper()
 	var names []string
 	for _, c := range r.Columns {
@@ -313,14 +313,14 @@ func requireTypedEqual(t testing.TB, a *app, target, restaurant string) {
 	db, q := openTarget(t, target)
 	want := expectedTyped(t, serverLive(t, a, restaurant), restaurant)
 	postgres := !strings.HasPrefix(target, "sqlite:")
-	declared := map[mirror.Kind][2]string{
-		mirror.Text: {"text", "TEXT"}, mirror.Integer: {"bigint", "BIGINT"}, mirror.Millis: {"bigint", "BIGINT"},
-		mirror.Number: {"double precision", "DOUBLE PRECISION"}, mirror.Boolean: {"boolean", "BOOLEAN"},
-		mirror.Time: {"timestamp with time zone", "TEXT"}, mirror.JSON: {"jsonb", "TEXT"},
+	declared := map[typed.Kind][2]string{
+		typed.Text: {"text", "TEXT"}, typed.Integer: {"bigint", "BIGINT"}, typed.Millis: {"bigint", "BIGINT"},
+		typed.Number: {"double precision", "DOUBLE PRECISION"}, typed.Boolean: {"boolean", "BOOLEAN"},
+		typed.Time: {"timestamp with time zone", "TEXT"}, typed.JSON: {"jsonb", "TEXT"},
 	}
-	storage := map[mirror.Kind]string{mirror.Text: "text", mirror.Integer: "integer", mirror.Millis: "integer",
-		mirror.Number: "real", mirror.Boolean: "integer", mirror.Time: "text", mirror.JSON: "text"}
-	for _, r := range mirror.TypedRelations() {
+	storage := map[typed.Kind]string{typed.Text: "text", typed.Integer: "integer", typed.Millis: "integer",
+		typed.Number: "real", typed.Boolean: "integer", typed.Time: "text", typed.JSON: "text"}
+	for _, r := range typed.Relations() {
 		var cols [][2]string
 		query := `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`
 		if postgres {
@@ -411,7 +411,7 @@ func collectionsCovered(t testing.TB) {
 	for _, c := range catalog.Collections {
 		sources = append(sources, c.Name)
 	}
-	sources = append(sources, mirror.DeliveriesSource)
+	sources = append(sources, typed.DeliveriesSource)
 	slices.Sort(sources)
-	require.Equal(t, sources, mirror.TypedSources(), "a typed relation for each of the 24 collections and for the deliveries")
+	require.Equal(t, sources, typed.Sources(), "a typed relation for each of the 24 collections and for the deliveries")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/demo"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -92,11 +92,11 @@ func TestSyncUpgradesPreviousRelease(t *testing.T) {
 	s := newDemoServer(t)
 	for i, tc := range []struct {
 		name, target string
-		mode         mirror.TombstoneMode
+		mode         targets.TombstoneMode
 		flag         string
 	}{
-		{"sqlite", sqliteTarget(t), mirror.TombstoneMark, "mark"},
-		{"postgres", testdb.EmptyURL(t), mirror.TombstoneDelete, "delete"},
+		{"sqlite", sqliteTarget(t), targets.TombstoneMark, "mark"},
+		{"postgres", testdb.EmptyURL(t), targets.TombstoneDelete, "delete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--api", s.p.URL, "--to", tc.target, "--tombstones", tc.flag, "--json"}
@@ -160,7 +160,7 @@ func TestSyncUpgradesPreviousRelease(t *testing.T) {
 
 			st := s.a.cliSync("status", "--to", tc.target, "--json")
 			require.Equal(t, 0, st.Code, st.Stderr)
-			var status mirror.Status
+			var status targets.Status
 			require.NoError(t, json.Unmarshal([]byte(st.Stdout), &status))
 			for _, ss := range status.Streams {
 				require.True(t, ss.Incremental, ss.Stream)

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/foodsafe/foodsafe/internal/cmdline"
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/refdocs/clidoc"
 )
 
@@ -16,6 +16,6 @@ import (
 func docsCmd() *cobra.Command {
 	return clidoc.Command("Write the command-line and typed-relations reference pages into DIR", cmdline.ExactArgs(1),
 		func(context.Context) (map[string][]byte, error) {
-			return map[string][]byte{mirror.TypedLayerPage: mirror.TypedLayerDoc()}, nil
+			return map[string][]byte{typed.Page: typed.Doc()}, nil
 		})
 }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/refdocs/clidoc"
 )
 
@@ -13,7 +13,7 @@ import (
 // and nothing else (the refused key flags are hidden).
 func TestDocsGenListsEveryCommandAndFlag(t *testing.T) {
 	root := newRoot(func(string) string { return "" }, io.Discard, io.Discard)
-	for _, m := range clidoc.DocsGenMismatches(context.Background(), root, []string{mirror.TypedLayerPage}, "--api-key", "--token", "docs gen") {
+	for _, m := range clidoc.DocsGenMismatches(context.Background(), root, []string{typed.Page}, "--api-key", "--token", "docs gen") {
 		t.Error(m)
 	}
 }

@@ -1,6 +1,6 @@
 // Command foodsafe-sync keeps a correct, resumable mirror of everything an
 // API key can read, in SQLite or PostgreSQL, through the public partner API
-// only (internal/mirror). The key comes from FOODSAFE_API_KEY, never from a
+// only (internal/mirror and the packages under it). The key comes from FOODSAFE_API_KEY, never from a
 // flag. Exit status: 0 success, 1 failure, 2 bad command-line input.
 package main
 
@@ -24,6 +24,9 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/mirror"
+	"github.com/foodsafe/foodsafe/internal/mirror/export"
+	"github.com/foodsafe/foodsafe/internal/mirror/partnerapi"
+	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 )
 
 func main() {
@@ -38,7 +41,7 @@ const keyEnv = "FOODSAFE_API_KEY"
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	// A target that cannot be used is bad input too: nothing was synced.
-	return cmdline.Run(ctx, newRoot(getenv, stdout, stderr), args, stderr, mirror.ErrTarget)
+	return cmdline.Run(ctx, newRoot(getenv, stdout, stderr), args, stderr, targets.ErrTarget)
 }
 
 // newRoot builds the command tree; the CLI reference is generated from it.
@@ -120,7 +123,7 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 		level = slog.LevelWarn // the table says the rest
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	client, err := mirror.NewClient(f.api, key, log)
+	client, err := partnerapi.NewClient(f.api, key, log)
 	if err != nil {
 		return cmdline.Usage(err)
 	}
@@ -133,18 +136,18 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 		prog = mirror.NewTTYProgress(stderr)
 	}
 	client.OnWait = prog.Wait
-	target, err := mirror.OpenTarget(ctx, f.to)
+	tg, err := targets.Open(ctx, f.to)
 	if err != nil {
 		return err
 	}
-	defer target.Close()
-	if err := target.Lock(ctx); err != nil {
+	defer tg.Close()
+	if err := tg.Lock(ctx); err != nil {
 		return err
 	}
-	if err := target.SetTombstoneMode(ctx, opts.Tombstones); err != nil {
+	if err := tg.SetTombstoneMode(ctx, opts.Tombstones); err != nil {
 		return err
 	}
-	return repeat(ctx, mirror.NewSyncer(client, target, opts, log, prog), f.every, log)
+	return repeat(ctx, mirror.NewSyncer(client, tg, opts, log, prog), f.every, log)
 }
 
 // checkSync reads the sync's command line into the key and the syncer's
@@ -166,11 +169,11 @@ func checkSync(cmd *cobra.Command, f syncFlags, getenv func(string) string) (str
 	if err != nil {
 		return "", mirror.Options{}, cmdline.Usage(err)
 	}
-	var mode mirror.TombstoneMode
+	var mode targets.TombstoneMode
 	switch f.tombstones {
 	case "mark":
 	case "delete":
-		mode = mirror.TombstoneDelete
+		mode = targets.TombstoneDelete
 	default:
 		return "", mirror.Options{}, cmdline.Usagef("--tombstones must be mark or delete, not %q", f.tombstones)
 	}
@@ -255,7 +258,7 @@ func statusCmd(stdout io.Writer) *cobra.Command {
 			if to == "" {
 				return cmdline.Usagef("--to is required")
 			}
-			t, err := mirror.OpenTarget(cmd.Context(), to)
+			t, err := targets.Open(cmd.Context(), to)
 			if err != nil {
 				return err
 			}
@@ -316,16 +319,16 @@ docs/partners-sync.md, "Analysing the mirror".`,
 			if from == "" || out == "" {
 				return cmdline.Usagef("--from and --out are required (see --help)")
 			}
-			f := mirror.ExportFormat(format)
-			if f != mirror.Parquet && f != mirror.CSV {
+			f := export.Format(format)
+			if f != export.Parquet && f != export.CSV {
 				return cmdline.Usagef("--format must be parquet or csv, not %q", format)
 			}
-			t, err := mirror.OpenExistingTarget(cmd.Context(), from)
+			t, err := targets.OpenExisting(cmd.Context(), from)
 			if err != nil {
 				return err
 			}
 			defer t.Close()
-			files, err := t.Export(cmd.Context(), f, out)
+			files, err := export.Write(cmd.Context(), t, f, out)
 			if err != nil {
 				return fmt.Errorf("exporting %s: %w", t.Where, err)
 			}

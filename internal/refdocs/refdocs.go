@@ -71,7 +71,7 @@ func Index() []byte {
 		{link(ConfigurationPage), "every environment variable, its default and meaning", "`internal/config` (the `Config` struct's tags, and `Elsewhere`)"},
 		{link(CLIPage("foodsafe")), "every command and flag of `foodsafe`", "its cobra command tree (`cmd/foodsafe`)"},
 		{link(CLIPage("foodsafe-sync")), "every command and flag of `foodsafe-sync`", "its cobra command tree (`cmd/foodsafe-sync`)"},
-		{link("mirror-typed-relations.md"), "every typed relation of a `foodsafe-sync` mirror: columns, types, keys, indexes", "the typed layer `internal/mirror` derives from `schemas/`"},
+		{link("mirror-typed-relations.md"), "every typed relation of a `foodsafe-sync` mirror: columns, types, keys, indexes", "the typed layer `internal/mirror/typed` derives from `schemas/`"},
 		{link(ProblemTypesPage), "every problem type: status, when, whether to retry", "the table of kinds, `apperr.Kinds`"},
 		{link(MetricsPage), "every metric family: type, labels, help", "the metrics registry as `foodsafe serve` builds it"},
 		{link(MCPToolsPage), "every MCP tool: arguments, scopes, the REST route it mirrors", "the MCP tool and route tables (`internal/httpapi`)"},

@@ -1,4 +1,4 @@
-package mirror
+package targets
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -30,12 +31,12 @@ func planNodes(n map[string]any, out *[]map[string]any) {
 // whole restaurant for every page, and a first sync turned quadratic.
 func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 	ctx := context.Background()
-	tg, err := OpenTarget(ctx, testdb.EmptyURL(t))
+	tg, err := Open(ctx, testdb.EmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.ensureCollectionTable(ctx, "temperature-records"); err != nil {
+	if err := tg.EnsureCollection(ctx, "temperature-records"); err != nil {
 		t.Fatal(err)
 	}
 	for page := range 20 {
@@ -43,8 +44,8 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 		for i := range 100 {
 			recs = append(recs, temp(fmt.Sprintf("t-%d-%d", page, i), int64(page*100+i+1), "3", "closed the door", "re-measured"))
 		}
-		if err := tg.tx(ctx, func(tx *sql.Tx) error {
-			return tg.applyRecords(ctx, tx, "r1", "temperature-records", recs, TombstoneMark, 0, false)
+		if err := tg.Update(ctx, func(p *Page) error {
+			return p.ApplyRecords(ctx, "r1", "temperature-records", recs, TombstoneMark, 0, false)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -67,17 +68,17 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 	}
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
-			for _, r := range typedOf("temperature-records") {
+			for _, r := range typed.Of("temperature-records") {
 				exec(`ANALYZE ` + r.Name)
 			}
 		}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-			for _, r := range typedOf("temperature-records") {
+			for _, r := range typed.Of("temperature-records") {
 				// Each EXPLAIN ANALYZE deletes for real, in a transaction
 				// rolled back, so every plan meets the same rows.
 				exec(`BEGIN`)
 				exec(`SET LOCAL plan_cache_mode = ` + mode)
-				exec(`PREPARE typed_delete (text, text[]) AS ` + r.deleteSQL(tg.dialect, 0))
+				exec(`PREPARE typed_delete (text, text[]) AS ` + tg.d.deleteSQL(r, 0))
 				var plan string
 				err := conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE typed_delete ('r1', ARRAY[`+strings.Join(keys, ", ")+`])`).Scan(&plan)
 				exec(`ROLLBACK`)
@@ -121,7 +122,7 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 	// And the statements delete what they should: the keys' rows, and
 	// their elements', nothing else.
 	if err := tg.tx(ctx, func(tx *sql.Tx) error {
-		return tg.deleteTyped(ctx, tx, typedOf("temperature-records"), "r1", ids)
+		return tg.typed.delete(ctx, tx, typed.Of("temperature-records"), "r1", ids)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,20 +138,20 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 
 // SQLite looks each key of the IN list up in the primary key.
 func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
-	tg, err := OpenTarget(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
+	tg, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.ensureCollectionTable(context.Background(), "temperature-records"); err != nil {
+	if err := tg.EnsureCollection(context.Background(), "temperature-records"); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range typedOf("temperature-records") {
+	for _, r := range typed.Of("temperature-records") {
 		key := "id"
 		if r.Parent != "" {
 			key = "parent_id"
 		}
-		rows, err := tg.db.Query(`EXPLAIN QUERY PLAN `+r.deleteSQL(tg.dialect, 3), "r1", "a", "b", "c")
+		rows, err := tg.db.Query(`EXPLAIN QUERY PLAN `+tg.d.deleteSQL(r, 3), "r1", "a", "b", "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,12 +179,12 @@ func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
 // that do not compress.
 func TestTypedRowsKeepTheLongestText(t *testing.T) {
 	ctx := context.Background()
-	tg, err := OpenTarget(ctx, testdb.EmptyURL(t))
+	tg, err := Open(ctx, testdb.EmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if err := tg.ensureCollectionTable(ctx, "traceability-labels"); err != nil {
+	if err := tg.EnsureCollection(ctx, "traceability-labels"); err != nil {
 		t.Fatal(err)
 	}
 	// Text that does not compress: PostgreSQL compresses an index entry
@@ -195,8 +196,8 @@ func TestTypedRowsKeepTheLongestText(t *testing.T) {
 	long := b.String()[:10000]
 	rec := Record{ID: "label-1", Sequence: 1, MutationID: "m", PayloadVersion: 1, Data: []byte(`{"timestamp":"1795766700000","groupId":"` + long +
 		`","userId":"` + long + `","commentary":"` + long + `","asset":{"objectKey":"labels/1.png","status":"pending"}}`)}
-	if err := tg.tx(ctx, func(tx *sql.Tx) error {
-		return tg.applyRecords(ctx, tx, "r1", "traceability-labels", []Record{rec}, TombstoneMark, 0, false)
+	if err := tg.Update(ctx, func(p *Page) error {
+		return p.ApplyRecords(ctx, "r1", "traceability-labels", []Record{rec}, TombstoneMark, 0, false)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mirror
+package targets
 
 import (
 	"context"
@@ -10,23 +10,32 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
 
+// relations keeps the typed relations (internal/mirror/typed) in a
+// target: creates them as this release defines them, rebuilds those
+// another release made, and writes a page's typed rows in the page's
+// transaction.
+type relations struct{ *conn }
+
 // sqlType is a kind's column type in the target.
-func (d dialect) sqlType(k Kind) string {
+func (d dialect) sqlType(k typed.Kind) string {
 	switch k {
-	case Integer, Millis:
+	case typed.Integer, typed.Millis:
 		return "BIGINT"
-	case Number:
+	case typed.Number:
 		return "DOUBLE PRECISION"
-	case Boolean:
+	case typed.Boolean:
 		return "BOOLEAN"
-	case Time:
+	case typed.Time:
 		if d.postgres {
 			return "TIMESTAMPTZ"
 		}
 		return "TEXT"
-	case JSON:
+	case typed.JSON:
 		if d.postgres {
 			return "JSONB"
 		}
@@ -47,7 +56,7 @@ func indexName(rel string, cols []string) string {
 
 // createSQL is the DDL of a relation: the table, its indexes and, in
 // PostgreSQL, its comments (what \d+ and BI tools show).
-func (r *Relation) createSQL(d dialect) []string {
+func (d dialect) createSQL(r *typed.Relation) []string {
 	var cols []string
 	for _, c := range r.Columns {
 		col := c.Name + " " + d.sqlType(c.Kind)
@@ -74,28 +83,21 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // definition fingerprints a relation's DDL: a target whose relation was
 // made by another definition (another release) rebuilds it.
-func (r *Relation) definition(d dialect) string {
-	h := sha256.Sum256([]byte(strings.Join(r.createSQL(d), ";\n")))
+func (d dialect) definition(r *typed.Relation) string {
+	h := sha256.Sum256([]byte(strings.Join(d.createSQL(r), ";\n")))
 	return hex.EncodeToString(h[:12])
 }
 
-// querier runs statements inside a transaction or on the database.
-type querier interface {
-	execer
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// typedCurrent reports whether the target holds every relation of source
+// current reports whether the target holds every relation of source
 // as this release defines it, and nothing else for it.
-func (t *Target) typedCurrent(ctx context.Context, q querier, source string) (bool, error) {
-	held, err := t.recordedTyped(ctx, q, source)
+func (t *relations) current(ctx context.Context, q querier, source string) (bool, error) {
+	held, err := t.recorded(ctx, q, source)
 	if err != nil {
 		return false, err
 	}
 	want := map[string]string{}
-	for _, r := range typedOf(source) {
-		want[r.Name] = r.definition(t.dialect)
+	for _, r := range typed.Of(source) {
+		want[r.Name] = t.d.definition(r)
 	}
 	if len(held) != len(want) {
 		return false, nil
@@ -108,14 +110,14 @@ func (t *Target) typedCurrent(ctx context.Context, q querier, source string) (bo
 	return true, nil
 }
 
-// recordedTyped is what typed_relations records for a source ("": every
+// recorded is what typed_relations records for a source ("": every
 // source), by relation name.
-func (t *Target) recordedTyped(ctx context.Context, q querier, source string) (map[string]string, error) {
+func (t *relations) recorded(ctx context.Context, q querier, source string) (map[string]string, error) {
 	query, args := `SELECT name, definition FROM typed_relations`, []any{}
 	if source != "" {
 		query, args = query+` WHERE source = ?`, []any{source}
 	}
-	rows, err := q.QueryContext(ctx, t.dialect.q(query), args...)
+	rows, err := q.QueryContext(ctx, t.d.q(query), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +133,11 @@ func (t *Target) recordedTyped(ctx context.Context, q querier, source string) (m
 	return out, rows.Err()
 }
 
-// rebuildTyped drops what the target holds of a source's typed relations,
+// rebuild drops what the target holds of a source's typed relations,
 // creates them as this release defines them and fills them from the
 // source's mirrored rows, inside tx.
-func (t *Target) rebuildTyped(ctx context.Context, tx *sql.Tx, source string) error {
-	held, err := t.recordedTyped(ctx, tx, source)
+func (t *relations) rebuild(ctx context.Context, tx *sql.Tx, source string) error {
+	held, err := t.recorded(ctx, tx, source)
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func (t *Target) rebuildTyped(ctx context.Context, tx *sql.Tx, source string) er
 	for name := range held {
 		drop[name] = true
 	}
-	for _, r := range typedOf(source) {
+	for _, r := range typed.Of(source) {
 		drop[r.Name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(drop)) {
@@ -151,50 +153,50 @@ func (t *Target) rebuildTyped(ctx context.Context, tx *sql.Tx, source string) er
 			return fmt.Errorf("dropping %s: %w", name, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM typed_relations WHERE source = ?`), source); err != nil {
+	if _, err := tx.ExecContext(ctx, t.d.q(`DELETE FROM typed_relations WHERE source = ?`), source); err != nil {
 		return err
 	}
-	for _, r := range typedOf(source) {
-		for _, s := range r.createSQL(t.dialect) {
+	for _, r := range typed.Of(source) {
+		for _, s := range t.d.createSQL(r) {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
 				return fmt.Errorf("creating %s: %w", r.Name, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, t.dialect.q(`INSERT INTO typed_relations (name, source, definition) VALUES (?, ?, ?)`),
-			r.Name, source, r.definition(t.dialect)); err != nil {
+		if _, err := tx.ExecContext(ctx, t.d.q(`INSERT INTO typed_relations (name, source, definition) VALUES (?, ?, ?)`),
+			r.Name, source, t.d.definition(r)); err != nil {
 			return err
 		}
 	}
-	return t.fillTyped(ctx, tx, source)
+	return t.fill(ctx, tx, source)
 }
 
 // fillBatch is how many mirrored rows a fill reads at a time: the typed
 // rows of a batch are built in memory.
 const fillBatch = 500
 
-// fillTyped writes the typed rows of every live mirrored row of a source
+// fill writes the typed rows of every live mirrored row of a source
 // (the relations are empty), reading the source's table in key order, a
 // batch at a time.
-func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error {
+func (t *relations) fill(ctx context.Context, tx *sql.Tx, source string) error {
 	query := `SELECT restaurant_id, id, sequence, data, captured_at, received_at FROM ` + quotedTable(source) + `
 		WHERE NOT deleted AND data IS NOT NULL AND (restaurant_id, id) > (?, ?) ORDER BY restaurant_id, id LIMIT ?`
-	if source == DeliveriesSource {
+	if source == typed.DeliveriesSource {
 		query = `SELECT restaurant_id, id, 0, data, 0, 0 FROM deliveries
 			WHERE (restaurant_id, id) > (?, ?) ORDER BY restaurant_id, id LIMIT ?`
 	}
-	query = t.dialect.q(query)
+	query = t.d.q(query)
 	lastR, lastID := "", ""
 	for {
 		rows, err := tx.QueryContext(ctx, query, lastR, lastID, fillBatch)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", source, err)
 		}
-		byRestaurant := map[string][]typedInput{}
+		byRestaurant := map[string][]typed.Input{}
 		var order []string
 		n := 0
 		for rows.Next() {
 			var r string
-			var in typedInput
+			var in typed.Input
 			if err := rows.Scan(&r, &in.ID, &in.Sequence, &in.Data, &in.CapturedAt, &in.ReceivedAt); err != nil {
 				rows.Close()
 				return err
@@ -211,7 +213,7 @@ func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error
 			return err
 		}
 		for _, r := range order {
-			if err := t.replaceTyped(ctx, tx, source, r, nil, byRestaurant[r], true); err != nil {
+			if err := t.replace(ctx, tx, source, r, nil, byRestaurant[r], true); err != nil {
 				return err
 			}
 		}
@@ -225,7 +227,7 @@ func (t *Target) fillTyped(ctx context.Context, tx *sql.Tx, source string) error
 // PostgreSQL 65,535).
 const maxArgs = 30000
 
-// replaceTyped keeps a source's typed relations in step with a page,
+// replace keeps a source's typed relations in step with a page,
 // inside the page's transaction: the rows of the records in gone go (and
 // their elements' rows), those of live are written. A live record's own
 // row is written over any it had (an upsert), its elements' rows
@@ -233,12 +235,12 @@ const maxArgs = 30000
 // deliveries, a relation being filled): each statement costs a round
 // trip per page, so none is sent in vain. A source without typed
 // relations (a collection this release does not know) has nothing to do.
-func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restaurant string, gone []string, live []typedInput, fresh bool) error {
-	rels := typedOf(source)
+func (t *relations) replace(ctx context.Context, tx *sql.Tx, source, restaurant string, gone []string, live []typed.Input, fresh bool) error {
+	rels := typed.Of(source)
 	if len(rels) == 0 || len(gone)+len(live) == 0 {
 		return nil
 	}
-	if err := t.deleteTyped(ctx, tx, rels, restaurant, gone); err != nil {
+	if err := t.delete(ctx, tx, rels, restaurant, gone); err != nil {
 		return err
 	}
 	if !fresh && len(rels) > 1 {
@@ -246,11 +248,11 @@ func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restauran
 		for i, in := range live {
 			ids[i] = in.ID
 		}
-		if err := t.deleteTyped(ctx, tx, rels[1:], restaurant, ids); err != nil {
+		if err := t.delete(ctx, tx, rels[1:], restaurant, ids); err != nil {
 			return err
 		}
 	}
-	rows := rowsOf(rels, restaurant, live)
+	rows := typed.Rows(rels, restaurant, live)
 	for i, r := range rels {
 		if err := t.insertRows(ctx, tx, r, rows[i], i == 0); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
@@ -259,7 +261,7 @@ func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restauran
 	return nil
 }
 
-// deleteTyped removes the typed rows of the records in ids (a record's
+// delete removes the typed rows of the records in ids (a record's
 // row and its elements' rows).
 //
 // Each key must be found through the primary key, whatever the planner
@@ -272,20 +274,20 @@ func (t *Target) replaceTyped(ctx context.Context, tx *sql.Tx, source, restauran
 // OFFSET 0 keeps from being flattened into a join the planner could hash,
 // and the rows found are deleted by ctid. SQLite looks each key of an IN
 // list up in the index anyway.
-func (t *Target) deleteTyped(ctx context.Context, tx *sql.Tx, rels []*Relation, restaurant string, ids []string) error {
+func (t *relations) delete(ctx context.Context, tx *sql.Tx, rels []*typed.Relation, restaurant string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	for _, r := range rels {
-		if t.dialect.postgres {
-			if _, err := tx.ExecContext(ctx, r.deleteSQL(t.dialect, 0), restaurant, ids); err != nil {
+		if t.d.postgres {
+			if _, err := tx.ExecContext(ctx, t.d.deleteSQL(r, 0), restaurant, ids); err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)
 			}
 			continue
 		}
 		for start := 0; start < len(ids); start += maxArgs / 2 {
 			chunk := ids[start:min(start+maxArgs/2, len(ids))]
-			if _, err := tx.ExecContext(ctx, r.deleteSQL(t.dialect, len(chunk)), append([]any{restaurant}, anySlice(chunk)...)...); err != nil {
+			if _, err := tx.ExecContext(ctx, t.d.deleteSQL(r, len(chunk)), append([]any{restaurant}, anySlice(chunk)...)...); err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)
 			}
 		}
@@ -293,10 +295,10 @@ func (t *Target) deleteTyped(ctx context.Context, tx *sql.Tx, rels []*Relation, 
 	return nil
 }
 
-// deleteSQL is deleteTyped's statement for r: in PostgreSQL with the
+// deleteSQL is delete's statement for r: in PostgreSQL with the
 // restaurant and an array of keys as its two parameters, in SQLite with
 // the restaurant and n keys.
-func (r *Relation) deleteSQL(d dialect, n int) string {
+func (d dialect) deleteSQL(r *typed.Relation, n int) string {
 	key := "id"
 	if r.Parent != "" {
 		key = "parent_id"
@@ -319,7 +321,7 @@ func anySlice(ss []string) []any {
 
 // insertRows writes rows into r with multi-row INSERTs; with upsert, a
 // row whose key is there already is written over.
-func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [][]any, upsert bool) error {
+func (t *relations) insertRows(ctx context.Context, tx *sql.Tx, r *typed.Relation, rows [][]any, upsert bool) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -347,40 +349,40 @@ func (t *Target) insertRows(ctx context.Context, tx *sql.Tx, r *Relation, rows [
 		args := make([]any, 0, len(chunk)*len(names))
 		for _, row := range chunk {
 			for _, v := range row {
-				args = append(args, t.dialect.sqlArg(v))
+				args = append(args, t.d.sqlArg(v))
 			}
 		}
 		stmt := `INSERT INTO ` + r.Name + ` (` + strings.Join(names, ", ") + `) VALUES ` +
 			strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", ") + conflict
-		if _, err := tx.ExecContext(ctx, t.dialect.q(stmt), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, t.d.q(stmt), args...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// typedWork lists the sources whose typed relations are not this
+// work lists the sources whose typed relations are not this
 // release's, and the recorded relations no source of this release owns
 // any more. The sources are those this release knows whose table the
 // target holds (the deliveries always).
-func (t *Target) typedWork(ctx context.Context) (stale []string, orphans []string, err error) {
-	held, err := t.recordedTyped(ctx, t.db, "")
+func (t *relations) work(ctx context.Context) (stale []string, orphans []string, err error) {
+	held, err := t.recorded(ctx, t.db, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	known := map[string]bool{}
-	for _, src := range typedLayer.sources {
-		for _, r := range typedOf(src) {
+	for _, src := range typed.Sources() {
+		for _, r := range typed.Of(src) {
 			known[r.Name] = true
 		}
-		exists, err := t.tableExists(ctx, TableName(src))
+		exists, err := t.tableExists(ctx, typed.TableName(src))
 		if err != nil {
 			return nil, nil, err
 		}
 		if !exists {
 			continue
 		}
-		ok, err := t.typedCurrent(ctx, t.db, src)
+		ok, err := t.current(ctx, t.db, src)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -397,17 +399,17 @@ func (t *Target) typedWork(ctx context.Context) (stale []string, orphans []strin
 	return stale, orphans, nil
 }
 
-// reconcileTyped brings the typed layer of every mirrored source to this
+// reconcile brings the typed layer of every mirrored source to this
 // release's definition: relations another release made are rebuilt from
 // the mirrored rows (one transaction per source), relations no longer
 // defined are dropped. The caller holds the target's lock.
-func (t *Target) reconcileTyped(ctx context.Context, stale, orphans []string) error {
+func (t *relations) reconcile(ctx context.Context, stale, orphans []string) error {
 	for _, name := range orphans {
 		err := t.tx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+name); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, t.dialect.q(`DELETE FROM typed_relations WHERE name = ?`), name)
+			_, err := tx.ExecContext(ctx, t.d.q(`DELETE FROM typed_relations WHERE name = ?`), name)
 			return err
 		})
 		if err != nil {
@@ -415,24 +417,22 @@ func (t *Target) reconcileTyped(ctx context.Context, stale, orphans []string) er
 		}
 	}
 	for _, src := range stale {
-		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.rebuildTyped(ctx, tx, src) }); err != nil {
+		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.rebuild(ctx, tx, src) }); err != nil {
 			return fmt.Errorf("building the typed relations of %s: %w", src, err)
 		}
 	}
 	return nil
 }
 
-// tableExists reports whether the target has a table of that name.
-func (t *Target) tableExists(ctx context.Context, name string) (bool, error) {
-	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`
-	if t.dialect.postgres {
-		q = `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = ?`
-	}
-	var n int
-	err := t.db.QueryRowContext(ctx, t.dialect.q(q), name).Scan(&n)
-	return n > 0, err
-}
-
-// errTypedBusy is why a target that needs upgrading was not upgraded.
-var errTypedBusy = errors.New("the target needs upgrading to this release (its schema or its typed relations are another release's) " +
+// errUpgradeBusy is why a target that needs upgrading was not upgraded.
+var errUpgradeBusy = errors.New("the target needs upgrading to this release (its schema or its typed relations are another release's) " +
 	"and another foodsafe-sync holds it: run this command again once that one has finished, or stop it")
+
+// sqlArg is a row value as the target's driver takes it: SQLite holds a
+// Time as text (typed.TimeText).
+func (d dialect) sqlArg(v any) any {
+	if t, ok := v.(time.Time); ok && !d.postgres {
+		return t.Format(typed.TimeText)
+	}
+	return v
+}

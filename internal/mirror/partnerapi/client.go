@@ -1,4 +1,9 @@
-package mirror
+// Package partnerapi is foodsafe-sync's client of the partner API: requests as
+// the spec's client rules ask (the key only in the Authorization header, an
+// X-Request-ID on every request, pacing by the budget's headers, the
+// retries each status allows), downloads of signed URLs, and the resources
+// as the API sends them. It knows nothing of the mirror it feeds.
+package partnerapi
 
 import (
 	"context"
@@ -41,11 +46,9 @@ type Client struct {
 	// progress display.
 	OnWait func(reason string, d time.Duration)
 
-	mu        sync.Mutex
-	limit     int       // X-RateLimit-Limit of the last answer (0: unknown)
-	remaining int       // X-RateLimit-Remaining of the last answer
-	resetAt   time.Time // when the window of the last answer resets
-	stats     Stats
+	budget budget
+	mu     sync.Mutex
+	stats  Stats
 }
 
 // Stats counts what the client did.
@@ -57,8 +60,8 @@ type Stats struct {
 	Downloads   int64 `json:"downloads"`    // signed-URL downloads (not API requests)
 }
 
-// since is what the counters added after before.
-func (s Stats) since(before Stats) Stats {
+// Since is what the counters added after before.
+func (s Stats) Since(before Stats) Stats {
 	return Stats{Requests: s.Requests - before.Requests, RateLimited: s.RateLimited - before.RateLimited,
 		Unavailable: s.Unavailable - before.Unavailable, ServerError: s.ServerError - before.ServerError,
 		Downloads: s.Downloads - before.Downloads}
@@ -131,11 +134,7 @@ func (c *Client) Stats() Stats {
 
 // Budget is the last known request budget: remaining of limit (0, 0 when
 // unknown).
-func (c *Client) Budget() (remaining, limit int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.remaining, c.limit
-}
+func (c *Client) Budget() (remaining, limit int) { return c.budget.get() }
 
 func (c *Client) count(f func(*Stats)) {
 	c.mu.Lock()
@@ -165,13 +164,13 @@ func (c *Client) Get(ctx context.Context, path string, q url.Values, out any) er
 		case err != nil:
 			reason, wait, err = c.unreachable(&tries, path, rid, err)
 		case status == http.StatusOK:
-			c.noteBudget(hdr)
+			c.budget.note(hdr)
 			if err := json.Unmarshal(body, out); err != nil {
 				return fmt.Errorf("GET %s: the answer is not the expected JSON: %v (requestId %s)", path, err, rid)
 			}
 			return nil
 		default:
-			c.noteBudget(hdr)
+			c.budget.note(hdr)
 			reason, wait, err = c.refused(&tries, path, rid, status, hdr, body)
 		}
 		if err != nil {
@@ -275,49 +274,19 @@ func problemOf(status int, body []byte, rid, path string) *APIError {
 	return &APIError{Status: status, Type: suffix, Detail: p.Detail, RequestID: rid, Path: path}
 }
 
-// noteBudget keeps the X-RateLimit-* headers of an answer.
-func (c *Client) noteBudget(h http.Header) {
-	limit, err1 := strconv.Atoi(h.Get("X-RateLimit-Limit"))
-	remaining, err2 := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
-	reset, err3 := strconv.Atoi(h.Get("X-RateLimit-Reset"))
-	if err1 != nil || err2 != nil || err3 != nil {
-		return
-	}
-	c.mu.Lock()
-	c.limit, c.remaining, c.resetAt = limit, remaining, time.Now().Add(time.Duration(reset)*time.Second)
-	c.mu.Unlock()
-}
-
-// paceShare is the share of the budget spent at full speed; below it the
-// rest of the window's budget is spread evenly over the time left.
-const paceShare = 10
-
-// pace waits before a request so the budget is never exceeded: at full
-// speed while more than a tenth of the budget remains, then evenly spread
-// over what is left of the window, and at nothing left until it resets.
+// pace waits before a request so the budget is never exceeded (see
+// budget.wait).
 func (c *Client) pace(ctx context.Context) error {
-	c.mu.Lock()
-	limit, remaining, left := c.limit, c.remaining, time.Until(c.resetAt)
-	c.mu.Unlock()
-	if limit == 0 || left <= 0 || remaining > limit/paceShare {
+	wait, spent := c.budget.wait()
+	if wait <= 0 {
 		return nil
-	}
-	var wait time.Duration
-	if remaining <= 0 {
-		// X-RateLimit-Reset is whole seconds and the server's window may
-		// end up to a second after it: wait that second too.
-		wait = left + time.Second
-	} else {
-		wait = left / time.Duration(remaining+1)
 	}
 	if err := c.sleep(ctx, "pacing", wait); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if remaining <= 0 {
-		c.limit = 0 // the window has reset; the next answer tells the new budget
+	if spent {
+		c.budget.reset() // the window has reset; the next answer tells the new budget
 	}
-	c.mu.Unlock()
 	return nil
 }
 

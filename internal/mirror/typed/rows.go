@@ -1,17 +1,16 @@
-package mirror
+package typed
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// typedInput is a live record (or a delivery) on its way into the typed
+// Input is a live record (or a delivery) on its way into the typed
 // relations: data as served, with the envelope's fields.
-type typedInput struct {
+type Input struct {
 	ID                               string
 	Data                             []byte
 	Sequence, CapturedAt, ReceivedAt int64 // collections only
@@ -21,12 +20,12 @@ type typedInput struct {
 // API allows 19 digits) have no Time value, only their Millis.
 const maxMillis = 253402300799999
 
-// rows turns records of one restaurant into the rows of each of the
-// source's relations, in column order. Values are Go values (string,
+// Rows turns records of one restaurant into the rows of each of the
+// source's relations (rels, as Of gives them), in column order. Values are Go values (string,
 // int64, float64, bool, time.Time, or nil); a member that is absent,
 // null, or of another type than its column (the server validates data,
 // so only an older record could be) is nil.
-func rowsOf(rels []*Relation, restaurant string, recs []typedInput) [][][]any {
+func Rows(rels []*Relation, restaurant string, recs []Input) [][][]any {
 	out := make([][][]any, len(rels))
 	for _, in := range recs {
 		data := newMembers(in.Data)
@@ -53,7 +52,7 @@ func rowsOf(rels []*Relation, restaurant string, recs []typedInput) [][][]any {
 
 // row is one row of r: of a record, or of the ordinal-th element of one
 // of its arrays (obj is then the element).
-func (r *Relation) row(restaurant string, in typedInput, obj *members, ordinal int) []any {
+func (r *Relation) row(restaurant string, in Input, obj *members, ordinal int) []any {
 	row := make([]any, len(r.Columns))
 	for i, c := range r.Columns {
 		switch c.src {
@@ -201,22 +200,4 @@ func millisValue(k Kind, ms int64) any {
 		return nil
 	}
 	return time.UnixMilli(ms).UTC()
-}
-
-// isoMillis is how SQLite holds a Time: ISO-8601 in UTC with
-// milliseconds, which sorts as the instants do and which SQLite's date
-// functions read.
-const isoMillis = "2006-01-02T15:04:05.000Z"
-
-// sqlArg is a row value as the target's driver takes it.
-func (d dialect) sqlArg(v any) any {
-	if t, ok := v.(time.Time); ok && !d.postgres {
-		return t.Format(isoMillis)
-	}
-	return v
-}
-
-// parseISOMillis reads a Time column of SQLite back.
-func parseISOMillis(s string) (time.Time, error) {
-	return time.Parse(isoMillis, strings.TrimSpace(s))
 }

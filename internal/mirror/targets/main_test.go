@@ -1,4 +1,4 @@
-package mirror
+package targets
 
 import (
 	"os"
@@ -8,6 +8,6 @@ import (
 )
 
 // TestMain lets the PostgreSQL tests of the target use the repository's
-// test harness (a real server, a database per test); the engine itself
-// imports nothing internal.
+// test harness (a real server, a database per test); the target itself
+// imports nothing internal but the typed layer.
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

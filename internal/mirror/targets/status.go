@@ -1,4 +1,4 @@
-package mirror
+package targets
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (t *Target) Status(ctx context.Context) (Status, error) {
 		}
 		// A stream the key-wide feed began and has not ended has no walk
 		// cursor of its own: the feed's is kept in mirror_meta.
-		s.InProgress = walk.Valid || windowFrom.Valid || kind.String == feedKind || kind.String == feedNewKind
+		s.InProgress = walk.Valid || windowFrom.Valid || kind.String == FeedKind || kind.String == FeedNewKind
 		s.Incremental = changes.Valid || coveredTo.Valid
 		s.LastError = lastErr.String
 		st.Streams = append(st.Streams, s)
@@ -62,11 +62,11 @@ func (t *Target) Status(ctx context.Context) (Status, error) {
 				continue
 			}
 			tbl = quotedTable(s.Stream)
-			if err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT count(*) FROM `+tbl+` WHERE restaurant_id = ? AND deleted`), s.Restaurant).Scan(&s.Deleted); err != nil {
+			if err := t.db.QueryRowContext(ctx, t.d.q(`SELECT count(*) FROM `+tbl+` WHERE restaurant_id = ? AND deleted`), s.Restaurant).Scan(&s.Deleted); err != nil {
 				return st, err
 			}
 		}
-		if err := t.db.QueryRowContext(ctx, t.dialect.q(`SELECT count(*) FROM `+tbl+` WHERE restaurant_id = ?`), s.Restaurant).Scan(&s.Rows); err != nil {
+		if err := t.db.QueryRowContext(ctx, t.d.q(`SELECT count(*) FROM `+tbl+` WHERE restaurant_id = ?`), s.Restaurant).Scan(&s.Rows); err != nil {
 			return st, err
 		}
 	}
