@@ -136,13 +136,32 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			require.True(t, registered["HEAD "+path], "GET %s does not answer HEAD", path)
 		}
 	}
+	typed := 0
 	for path, item := range ct.doc.Paths.Map() {
 		for method := range item.Operations() {
-			require.True(t, registered[method+" "+path], "%s %s is documented but not served", method, path)
+			if registered[method+" "+path] {
+				continue
+			}
+			// An operation typed for one collection is its route with the
+			// collection named in the path.
+			generic := strings.Replace(path, "/collections/"+collectionSegment(path)+"/", "/collections/{collection}/", 1)
+			require.True(t, registered[method+" "+generic] && collectionSegment(path) != "{collection}",
+				"%s %s is documented but not served", method, path)
+			_, known := catalog.Lookup(collectionSegment(path))
+			require.True(t, known, "%s %s names no collection", method, path)
+			typed++
 		}
 	}
+	require.Equal(t, len(catalog.Collections), typed, "the snapshot ingest, once per collection")
 	require.Len(t, registered, 29+heads, "the route table, counted by hand, and HEAD for every GET")
 	require.Equal(t, 21, heads, "every GET but the file download, whose HEAD is documented")
+}
+
+// collectionSegment is the path segment after /collections/.
+func collectionSegment(path string) string {
+	_, rest, _ := strings.Cut(path, "/collections/")
+	seg, _, _ := strings.Cut(rest, "/")
+	return seg
 }
 
 func TestDocsPage(t *testing.T) {
@@ -329,4 +348,71 @@ func TestOpenAPISecondValidator(t *testing.T) {
 	out, err = exec.Command(python, "../.ci/patterns.py", file).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "patterns compile with Python's re")
+}
+
+// A generated client narrows a record by its collection: Envelope is a
+// union of one envelope per collection, discriminated by `collection`
+// (a one-value enum) and carrying that collection's data schema; the
+// records feed's items narrow by `stream` the same way; every collection
+// has an ingest operation whose body's data is that collection's schema.
+// (Conditionals on `collection`, which generators ignore, do not count.)
+func TestOpenAPITypesEveryCollection(t *testing.T) {
+	t.Parallel()
+	ct, err := loadContract()
+	require.NoError(t, err)
+	schemas := ct.doc.Components.Schemas
+	union := func(name, discriminator string, member func(c string) string, others map[string]string) {
+		t.Helper()
+		u := schemas[name].Value
+		require.NotNil(t, u.Discriminator, name)
+		require.Equal(t, discriminator, u.Discriminator.PropertyName, name)
+		want := maps.Clone(others)
+		for _, c := range catalog.Collections {
+			want[c.Name] = member(c.Name)
+		}
+		require.Len(t, u.OneOf, len(want), name)
+		require.Len(t, u.Discriminator.Mapping, len(want), name)
+		for value, m := range want {
+			ref := "#/components/schemas/" + m
+			require.Equal(t, ref, u.Discriminator.Mapping[value].Ref, "%s: %s", name, value)
+			require.True(t, slices.ContainsFunc(u.OneOf, func(r *openapi3.SchemaRef) bool { return r.Ref == ref }), "%s: %s", name, m)
+			prop := schemas[m].Value.Properties[discriminator].Value
+			require.Equal(t, []any{value}, prop.Enum, "%s.%s names its one value", m, discriminator)
+			require.Contains(t, schemas[m].Value.Required, discriminator)
+		}
+	}
+	union("Envelope", "collection", func(c string) string { return pascalName(c) + "Envelope" }, map[string]string{})
+	union("RecordFeedItem", "stream", func(c string) string { return pascalName(c) + "FeedItem" },
+		map[string]string{"deliveries": "DeliveriesFeedItem"})
+	ingest := 0
+	for _, c := range catalog.Collections {
+		p := pascalName(c.Name)
+		require.Equal(t, "#/components/schemas/"+p+"Data", schemas[p+"Envelope"].Value.Properties["data"].Ref, c.Name)
+		require.Equal(t, "#/components/schemas/"+p+"Envelope", schemas[p+"FeedItem"].Value.Properties["record"].Ref, c.Name)
+		require.Equal(t, "#/components/schemas/"+p+"Data", schemas[p+"Snapshot"].Value.Properties["data"].Ref, c.Name)
+		item := ct.doc.Paths.Value("/v1/ingest/restaurants/{restaurantId}/collections/" + c.Name + "/records/{recordId}/mutations/{mutationId}")
+		require.NotNil(t, item, c.Name)
+		body := item.Put.RequestBody.Value.Content["application/json"].Schema
+		require.Equal(t, "#/components/schemas/"+p+"Snapshot", body.Ref, c.Name)
+		require.Equal(t, "ingest"+p+"Snapshot", item.Put.OperationID)
+		ingest++
+	}
+	require.Equal(t, 24, ingest)
+	delivery := schemas["DeliveriesFeedItem"].Value
+	require.Equal(t, "#/components/schemas/DeliveryRecord", delivery.Properties["delivery"].Ref)
+	require.NotContains(t, delivery.Properties, "record")
+
+	// The document's schemas still hold each collection to its own shape.
+	record := func(collection, data string) []byte {
+		return []byte(`{"id":"a1","restaurantId":"r1","collection":"` + collection + `","data":` + data + `,"deleted":false,` +
+			`"capturedAt":"1","receivedAt":"2","sequence":"1","mutationId":"m","sourceVersion":null,"payloadVersion":1,` +
+			`"stateKind":"received-shadow-snapshot"}`)
+	}
+	require.NoError(t, ct.validateJSON("#/components/schemas/Envelope", record("areas", `{"name":"Cold room","isDeleted":false}`)))
+	require.Error(t, ct.validateJSON("#/components/schemas/Envelope", record("products", `{"name":"x"}`)), "products data without isDeleted")
+	require.Error(t, ct.validateJSON("#/components/schemas/Envelope", record("nope", `{"name":"Cold room","isDeleted":false}`)))
+	feedItem := `{"restaurantId":"r1","stream":"areas","record":` + string(record("areas", `{"name":"Cold room","isDeleted":false}`)) + `}`
+	require.NoError(t, ct.validateJSON("#/components/schemas/RecordFeedItem", []byte(feedItem)))
+	require.Error(t, ct.validateJSON("#/components/schemas/RecordFeedItem",
+		[]byte(strings.Replace(feedItem, `"stream":"areas"`, `"stream":"users"`, 1))), "a users item holding an areas record")
 }

@@ -180,7 +180,8 @@ func (a *API) routes() []route {
 					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
 					"deleted: true submits a tombstone (data may be omitted). data.asset's status is set by the service.",
 				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
-				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
+				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413},
+				PerCollection: &openapi.PerCollection{ID: "ingest%sSnapshot", Body: "Snapshot"}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
 			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
 				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",
@@ -189,7 +190,8 @@ func (a *API) routes() []route {
 					"cleaning-task-pictures, traceability-labels and drive-files (others 400); 409 when the record names no " +
 					"asset or the asset was uploaded with other bytes. A key without the collection's read scope gets the change's " +
 					"identity without data (as for a compacted replay): the record's data is for readers.",
-				Query: []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
+				PathParams: map[string]string{"collection": "fileCollection"},
+				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
 				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,

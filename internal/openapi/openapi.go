@@ -88,6 +88,10 @@ type Op struct {
 	UnderRestaurant bool
 	// Scopes, for the description.
 	Scopes []string
+	// PathParams names the component of a path parameter whose component
+	// is not named after it (an upload's collection is one of the three
+	// collections with files: fileCollection).
+	PathParams map[string]string
 	// Query and Headers name parameter components.
 	Query   []string
 	Headers []string
@@ -100,6 +104,22 @@ type Op struct {
 	Errors []int
 	// Alt lists answers beside the success response and the problems.
 	Alt []Alt
+	// PerCollection, when set, documents the operation once more per
+	// collection, typed for it.
+	PerCollection *PerCollection
+}
+
+// PerCollection types an operation under {collection} once per collection:
+// the same route at a path naming the collection, whose body is the
+// collection's member of a schema family, so that a generated client
+// checks a body's data against the collection's schema. The generic
+// operation stays.
+type PerCollection struct {
+	// ID is the typed operation's id, %s the collection's PascalCase name.
+	ID string
+	// Body is the family member suffix of the body ("Snapshot":
+	// AreasSnapshot).
+	Body string
 }
 
 // Alt is a further answer of an operation: another success status, or a
@@ -162,6 +182,9 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 	if err := addSchemas(doc, schemas); err != nil {
 		return nil, err
 	}
+	if err := addFamilies(doc.Components.Schemas); err != nil {
+		return nil, err
+	}
 	doc.Components.SecuritySchemes = openapi3.SecuritySchemes{
 		"bearerAuth": {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
 			Description: "A partner or device key `fsk_<public>.<secret>`, or a mobile session token `fst_<public>.<secret>`."}},
@@ -172,7 +195,7 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 	doc.Components.Responses = problemResponses()
 	doc.Components.Examples = examples()
 
-	for _, op := range ops {
+	for _, op := range withPerCollection(ops) {
 		if err := addOp(doc, op); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", op.Method, op.Path, err)
 		}
@@ -393,6 +416,9 @@ func parameters() openapi3.ParametersMap {
 		"imageId":      param("path", "imageId", true, "Image id, unique within the delivery.", id("Image id.")),
 		"collection": param("path", "collection", true, "One of the 24 collections; any other name is a 400.",
 			&openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: names}}),
+		"fileCollection": param("path", "collection", true, "One of the three collections whose records carry a file ("+
+			strings.Join(FileCollections(), ", ")+"); any other name is a 400.",
+			&openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}, Enum: toAny(FileCollections())}}),
 		"sha256":  param("path", "sha256", true, "SHA-256 of the file.", stringSchema(`^[0-9a-f]{64}$`, "64 lowercase hex characters.")),
 		"docFile": param("path", "docFile", true, "A file of the documentation page.", stringSchema(`^[A-Za-z0-9._-]+$`, "File name.")),
 		"code":    param("path", "code", true, "A problem type's last segment, e.g. rate-limit-exceeded.", stringSchema(`^[a-z-]+$`, "Problem type code.")),
@@ -424,6 +450,14 @@ func parameters() openapi3.ParametersMap {
 		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters (and not holding a key or token); replaced by a generated id otherwise.",
 			stringSchema(`^[!-~]{1,200}$`, "Request id.")),
 	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func header(desc string, s *openapi3.Schema) *openapi3.HeaderRef {
@@ -570,7 +604,11 @@ func addOp(doc *openapi3.T, op Op) error {
 		o.Security = &openapi3.SecurityRequirements{}
 	}
 	for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
-		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + m[1]})
+		name := m[1]
+		if c, ok := op.PathParams[name]; ok {
+			name = c
+		}
+		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + name})
 	}
 	for _, q := range append(append([]string{}, op.Query...), op.Headers...) {
 		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + q})
