@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -415,4 +416,68 @@ func TestOpenAPITypesEveryCollection(t *testing.T) {
 	require.NoError(t, ct.validateJSON("#/components/schemas/RecordFeedItem", []byte(feedItem)))
 	require.Error(t, ct.validateJSON("#/components/schemas/RecordFeedItem",
 		[]byte(strings.Replace(feedItem, `"stream":"areas"`, `"stream":"users"`, 1))), "a users item holding an areas record")
+}
+
+// The rules the service enforces are in the document: each request below
+// is one the document calls invalid and the service refuses with a 400.
+// NUL (U+0000) in free text, by a pattern every engine compiles; a
+// JSON-RPC batch; an upload to a collection without files; a scope name
+// outside the catalog.
+func TestOpenAPIStatesEnforcedRules(t *testing.T) {
+	t.Parallel()
+	ct, err := loadContract()
+	require.NoError(t, err)
+	a := newApp(t)
+	a.addRestaurants("r1")
+	var writes []string
+	for _, c := range catalog.Collections {
+		writes = append(writes, c.WriteScope())
+	}
+	device := a.newKey(grant("r1", append(writes, "areas:read")...))
+	schema := func(name string) string { return "#/components/schemas/" + name }
+
+	// NUL in free text.
+	body := snapshot("r1", "a1", "m1", 1_700_000_000_000, false, map[string]any{"name": "Cold\u0000room", "isDeleted": false})
+	require.Error(t, ct.validateJSON(schema("AreasSnapshot"), mustJSON(t, body)), "the document refuses NUL in Text")
+	require.Equal(t, `^[^\x00]*$`, ct.doc.Components.Schemas["Text"].Value.Pattern)
+	require.Contains(t, ct.doc.Components.Schemas["Text"].Value.Description, "U+0000")
+	requireProblem(t, a.ingest(device, "r1", "areas", "a1", "m1", body), http.StatusBadRequest, "invalid-request")
+	body["data"] = map[string]any{"name": "Cold room", "isDeleted": false}
+	require.NoError(t, ct.validateJSON(schema("AreasSnapshot"), mustJSON(t, body)))
+
+	// A JSON-RPC batch.
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`
+	require.Error(t, ct.validateJSON(schema("JsonRpcRequest"), []byte(batch)))
+	require.NoError(t, ct.validateJSON(schema("JsonRpcRequest"), []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)))
+	r := a.do(req{Method: http.MethodPost, Path: "/mcp", Body: strings.NewReader(batch), Header: map[string]string{
+		"Authorization": "Bearer " + device, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}})
+	require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+
+	// The upload routes take the three collections that carry files.
+	upload := ct.doc.Paths.Value("/v1/ingest/restaurants/{restaurantId}/collections/{collection}/records/{recordId}/asset").Put
+	var enum []any
+	for _, p := range upload.Parameters {
+		if p.Value.In == "path" && p.Value.Name == "collection" {
+			enum = p.Value.Schema.Value.Enum
+		}
+	}
+	for _, c := range catalog.Collections {
+		require.Equal(t, c.CarriesFiles, slices.Contains(enum, any(c.Name)), c.Name)
+	}
+	require.Len(t, enum, 3)
+	photo := []byte("not a file-carrying collection")
+	requireProblem(t, a.upload(device, "/v1/ingest/restaurants/r1/collections/areas/records/a1/asset?objectKey=x.png",
+		"image/png", digestHeader(photo), photo), http.StatusBadRequest, "invalid-request")
+
+	// Scope names.
+	var names []string
+	for _, n := range ct.doc.Components.Schemas["SessionRequest"].Value.Properties["scopes"].Value.Items.Value.Enum {
+		names = append(names, n.(string))
+	}
+	require.Equal(t, catalog.Scopes(), names)
+	unknown := []byte(`{"scopes":["drains:write"]}`)
+	require.Error(t, ct.validateJSON(schema("SessionRequest"), unknown))
+	r = a.do(req{Method: http.MethodPost, Path: "/v1/mobile/sessions", Body: bytes.NewReader(unknown),
+		Header: map[string]string{"Authorization": "Bearer " + device, "Content-Type": "application/json"}})
+	require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
 }

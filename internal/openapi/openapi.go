@@ -168,6 +168,8 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 				"digits. Every failure is an application/problem+json document. Every GET operation also answers HEAD " +
 				"(same status and headers, no body). Beyond the responses listed per operation, a method a path does not " +
 				"have answers 405 method-not-allowed with an Allow header, and an unsupported transfer coding 501 not-implemented. " +
+				"No string and no member name of a JSON body may hold the NUL character (U+0000), which PostgreSQL cannot store: " +
+				"such a body is a 400 naming each place (the free-text schemas say it with a pattern). " +
 				"This document is generated from the " +
 				"running service and is authoritative.",
 			Extensions: map[string]any{"x-service-version": info.Version},
@@ -185,6 +187,7 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 	if err := addFamilies(doc.Components.Schemas); err != nil {
 		return nil, err
 	}
+	scopeNames(doc.Components.Schemas)
 	doc.Components.SecuritySchemes = openapi3.SecuritySchemes{
 		"bearerAuth": {Value: &openapi3.SecurityScheme{Type: "http", Scheme: "bearer",
 			Description: "A partner or device key `fsk_<public>.<secret>`, or a mobile session token `fst_<public>.<secret>`."}},
