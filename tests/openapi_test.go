@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -480,4 +481,97 @@ func TestOpenAPIStatesEnforcedRules(t *testing.T) {
 	r = a.do(req{Method: http.MethodPost, Path: "/v1/mobile/sessions", Body: bytes.NewReader(unknown),
 		Header: map[string]string{"Authorization": "Bearer " + device, "Content-Type": "application/json"}})
 	require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+}
+
+// Every answer a client follows declares links (walk -> next page,
+// listing -> walk, record -> assets, changes -> walk, session -> ingest),
+// and every link resolves: its operationId is an operation of the
+// document, each parameter is one of that operation's, each
+// $request.path/$request.query one of the linking operation's, each
+// $response.body pointer a member of the success response's schema; and
+// the target's path parameters are all given (but for the session's link
+// to ingest, which gives the restaurant only: the record is the client's).
+func TestOpenAPILinksResolve(t *testing.T) {
+	t.Parallel()
+	ct, err := loadContract()
+	require.NoError(t, err)
+	ops := map[string]*openapi3.Operation{}
+	for _, item := range ct.doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ops[op.OperationID] = op
+		}
+	}
+	params := func(op *openapi3.Operation, in string) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range op.Parameters {
+			if p.Value.In == in {
+				out[p.Value.Name] = true
+			}
+		}
+		return out
+	}
+	partial := map[string]bool{"createMobileSession ingest": true}
+	seen := map[string]bool{}
+	for _, item := range ct.doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for status, r := range op.Responses.Map() {
+				for name, l := range r.Value.Links {
+					at := op.OperationID + " " + name
+					seen[at] = true
+					target := ops[l.Value.OperationID]
+					require.NotNil(t, target, "%s: no operation %s", at, l.Value.OperationID)
+					path, query := params(target, "path"), params(target, "query")
+					for pname, expr := range l.Value.Parameters {
+						require.True(t, path[pname] || query[pname], "%s: %s takes no parameter %s", at, l.Value.OperationID, pname)
+						e := expr.(string)
+						switch {
+						case strings.HasPrefix(e, "$request.path."):
+							require.True(t, params(op, "path")[strings.TrimPrefix(e, "$request.path.")], "%s: %s", at, e)
+						case strings.HasPrefix(e, "$request.query."):
+							require.True(t, params(op, "query")[strings.TrimPrefix(e, "$request.query.")], "%s: %s", at, e)
+						case strings.HasPrefix(e, "$response.body#/"):
+							s := r.Value.Content["application/json"].Schema
+							require.True(t, schemaHas(s, strings.Split(strings.TrimPrefix(e, "$response.body#/"), "/")),
+								"%s %s: %s is not in the answer", at, status, e)
+						default:
+							t.Errorf("%s: %s is not a runtime expression links use here", at, e)
+						}
+					}
+					if !partial[at] {
+						for p := range path {
+							require.Contains(t, l.Value.Parameters, p, "%s: the path parameter %s of %s", at, p, l.Value.OperationID)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, want := range []string{"walkRecords nextPage", "walkRecords changesLater", "listCollections walk", "getRecord assets",
+		"listChanges walk", "listChanges nextPage", "createMobileSession ingest", "walkAllRecords nextPage", "listDeliveries nextPage",
+		"listDeliveryChanges nextPage", "ingestSnapshot record", "ingestAreasSnapshot record", "uploadRecordAsset assets"} {
+		require.True(t, seen[want], "the link %s", want)
+	}
+}
+
+// schemaHas reports whether a JSON Pointer's tokens name a member of s
+// (through array items, and any member of a union or intersection).
+func schemaHas(s *openapi3.SchemaRef, tokens []string) bool {
+	if s == nil || s.Value == nil {
+		return false
+	}
+	if len(tokens) == 0 {
+		return true
+	}
+	v := s.Value
+	for _, group := range []openapi3.SchemaRefs{v.OneOf, v.AnyOf, v.AllOf} {
+		for _, m := range group {
+			if schemaHas(m, tokens) {
+				return true
+			}
+		}
+	}
+	if _, err := strconv.Atoi(tokens[0]); err == nil && v.Items != nil {
+		return schemaHas(v.Items, tokens[1:])
+	}
+	return schemaHas(v.Properties[tokens[0]], tokens[1:])
 }

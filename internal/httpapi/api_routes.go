@@ -71,7 +71,11 @@ func (a *API) routes() []route {
 		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Op: op(a.restaurantsList), Doc: openapi.Op{
 			ID: "listRestaurants", Tag: "Restaurants", Summary: "Restaurants the key reaches",
 			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",
-			OK:          jsonBody("RestaurantList")}},
+			OK: withLinks(jsonBody("RestaurantList"),
+				openapi.Link{Name: "collections", OperationID: "listCollections", Description: "The collections the key reads at a restaurant of the list.",
+					Parameters: map[string]string{"restaurantId": openapi.FromBody("/data/0/restaurantId")}},
+				openapi.Link{Name: "deliveryChanges", OperationID: "listDeliveryChanges", Description: "The deliveries of a restaurant of the list, as received (needs deliveries:read there).",
+					Parameters: map[string]string{"restaurantId": openapi.FromBody("/data/0/restaurantId")}})}},
 
 		{Method: "GET", Path: "/v1/changes", Access: accessPartner, Op: op(a.changesList), Doc: openapi.Op{
 			ID: "listChanges", Tag: "Restaurants", Summary: "Which streams the key reads changed",
@@ -85,7 +89,10 @@ func (a *API) routes() []route {
 				"head moved, from your changesCursor for that collection or deliveries (GET .../delivery-changes). Streams " +
 				"the key cannot read are never listed; when the key's grants change, the next listing starts over. Cursors " +
 				"accept any limit and never expire.",
-			Query: []string{"limit", "cursor"}, OK: jsonBody("StreamChangesPage")}},
+			Query: []string{"limit", "cursor"}, OK: withLinks(jsonBody("StreamChangesPage"),
+				nextPage("listChanges"), later("listChanges"),
+				openapi.Link{Name: "walk", OperationID: "walkRecords", Description: "Walk a changed collection stream (a `deliveries` stream is read with listDeliveryChanges).",
+					Parameters: map[string]string{"restaurantId": openapi.FromBody("/data/0/restaurantId"), "collection": openapi.FromBody("/data/0/stream")}})}},
 
 		{Method: "GET", Path: "/v1/records", Access: accessPartner, Op: op(a.recordsFeed), Doc: openapi.Op{
 			ID: "walkAllRecords", Tag: "Restaurants", Summary: "Every record the key reads, many streams per page",
@@ -101,7 +108,13 @@ func (a *API) routes() []route {
 				"GET /v1/changes cursor from the feed's start, whose listing reports every stream written while the feed " +
 				"ran. nextCursor expires like a walk's (24 hours by default after the feed started its current stream: " +
 				"start the feed again); when the key's grants change, the feed starts over from the beginning.",
-			Query: []string{"feedLimit", "cursor"}, OK: jsonBody("RecordFeedPage")}},
+			Query: []string{"feedLimit", "cursor"}, OK: withLinks(jsonBody("RecordFeedPage"),
+				nextPage("walkAllRecords"),
+				openapi.Link{Name: "changes", OperationID: "listChanges", Description: "On the last page: the streams written since the feed began.",
+					Parameters: map[string]string{"cursor": openapi.FromBody("/changesCursor")}},
+				openapi.Link{Name: "walkStream", OperationID: "walkRecords", Description: "Later: the changes of a collection stream the feed finished, from where the feed left it.",
+					Parameters: map[string]string{"restaurantId": openapi.FromBody("/streams/0/restaurantId"),
+						"collection": openapi.FromBody("/streams/0/stream"), "cursor": openapi.FromBody("/streams/0/changesCursor")}})}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveriesList), Doc: openapi.Op{
@@ -110,7 +123,11 @@ func (a *API) routes() []route {
 					"descending then id descending. Keyset pages: follow nextCursor with the same from, to and limit; it is null " +
 					"on the last page. Poll incrementally with the newest occurredAt seen minus an hour as the next from, and " +
 					"deduplicate on id: devices upload late.",
-				Query: []string{"from", "to", "limit", "cursor"}, OK: jsonBody("DeliveryPage")}},
+				Query: []string{"from", "to", "limit", "cursor"}, OK: withLinks(jsonBody("DeliveryPage"),
+					openapi.Link{Name: "nextPage", OperationID: "listDeliveries", Description: "The next page: the same window and limit, with nextCursor.",
+						Parameters: openapi.With(openapi.SamePath("restaurantId"), "from", openapi.FromQuery("from"), "to", openapi.FromQuery("to"),
+							"limit", openapi.FromQuery("limit"), "cursor", openapi.FromBody("/nextCursor"))},
+					deliveryOf("/data/0/id"))}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/delivery-changes", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveryChanges), Doc: openapi.Op{
 				ID: "listDeliveryChanges", Tag: "Deliveries", Summary: "Deliveries in the order they were received",
@@ -120,17 +137,21 @@ func (a *API) routes() []route {
 					"which carries changesCursor instead: keep it, and pass it as cursor later to get only the deliveries " +
 					"received since (an empty page when none). Cursors are bound to the restaurant, accept any limit and never " +
 					"expire. The occurredAt window of GET .../deliveries is unchanged; this list is the one to poll.",
-				Query: []string{"limit", "cursor"}, OK: jsonBody("DeliveryChangesPage")}},
+				Query: []string{"limit", "cursor"}, OK: withLinks(jsonBody("DeliveryChangesPage"),
+					nextPage("listDeliveryChanges", "restaurantId"), later("listDeliveryChanges", "restaurantId"), deliveryOf("/data/0/id"))}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead), Op: op(a.deliveryGet), Doc: openapi.Op{
 				ID: "getDelivery", Tag: "Deliveries", Summary: "One delivery",
-				Description: "An unknown delivery and an ungranted restaurant are the same 404.", OK: jsonBody("DeliveryRecord")}},
+				Description: "An unknown delivery and an ungranted restaurant are the same 404.",
+				OK: withLinks(jsonBody("DeliveryRecord"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
+					Description: "The delivery's photographs (needs delivery-images:read too).", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesWrite), Handler: a.ingest(metrics.WriteDelivery, a.deliveryPut), Doc: openapi.Op{
 				ID: "putDelivery", Tag: "Ingest", Summary: "Record a delivery (provider write path)",
 				Description: "Deliveries are immutable: the same content again answers 200 with Idempotent-Replayed: true; " +
 					"different content for an existing id is 409. restaurantId may be omitted; id and restaurantId must equal the path.",
-				Body: &openapi.Body{Schema: "Delivery", Example: "DeliveryBody"}, OK: replayable("DeliveryResult"), Errors: deliveryWrites}},
+				Body: &openapi.Body{Schema: "Delivery", Example: "DeliveryBody"}, Errors: deliveryWrites,
+				OK: withLinks(replayable("DeliveryResult"), deliveryOf("/data/id"))}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/deliveries/:deliveryId/images", Access: accessPartner,
 			Need: scopes(catalog.DeliveriesRead, catalog.DeliveryImagesRead), Op: op(a.deliveryImagesList), Doc: openapi.Op{
 				ID: "listDeliveryImages", Tag: "Deliveries", Summary: "Photographs of a delivery, with signed URLs",
@@ -144,13 +165,16 @@ func (a *API) routes() []route {
 					"that type does; another type, an empty body or bytes of another type are 400. " +
 					"The same bytes again replay; other bytes for an existing image id are 409. " +
 					"The delivery's imageCount is not checked against its images: it is the provider's own figure.",
-				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Media: photoMediaTypes()}, OK: replayable("FileResult"), Errors: deliveryWrites}},
+				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Media: photoMediaTypes()}, Errors: deliveryWrites,
+				OK: withLinks(replayable("FileResult"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
+					Description: "The delivery's photographs, with signed URLs.", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
 
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections", Access: accessPartner,
 			Need: scopes(), Op: op(a.collectionsList), Doc: openapi.Op{
 				ID: "listCollections", Tag: "Collections", Summary: "Collections the key may read",
 				Description: "Only collections whose read scope the key holds on the restaurant, by name; an empty list is valid.",
-				OK:          jsonBody("CollectionList")}},
+				OK: withLinks(jsonBody("CollectionList"), openapi.Link{Name: "walk", OperationID: "walkRecords", Description: "Walk a collection of the list.",
+					Parameters: map[string]string{"restaurantId": openapi.FromPath("restaurantId"), "collection": openapi.FromBody("/data/0/collection")}})}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records", Access: accessPartner,
 			Need: collectionScope("read"), Op: op(a.recordsWalk), Doc: openapi.Op{
 				ID: "walkRecords", Tag: "Collections", Summary: "Walk a collection (a snapshot)",
@@ -163,11 +187,16 @@ func (a *API) routes() []route {
 					"used for another restaurant or collection, altered, or beyond the stream's position it is a 400: do a full walk. " +
 					"Reconcile by id, overwrite when sequence is higher, apply tombstones (deleted: true) as deletions. " +
 					"Failure order: no grant for the restaurant 404, unknown collection 400, missing scope 403.",
-				Query: []string{"limit", "cursor"}, OK: openapi.Response{Schema: "EnvelopePage", Example: "EnvelopePage"}}},
+				Query: []string{"limit", "cursor"}, OK: withLinks(openapi.Response{Schema: "EnvelopePage", Example: "EnvelopePage"},
+					nextPage("walkRecords", "restaurantId", "collection"), later("walkRecords", "restaurantId", "collection"),
+					recordOf(openapi.FromPath("collection"), openapi.FromBody("/data/0/id")))}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId", Access: accessPartner,
 			Need: collectionScope("read"), Op: op(a.recordGet), Doc: openapi.Op{
 				ID: "getRecord", Tag: "Collections", Summary: "One record's current state",
-				Description: "Tombstones included: a deleted record answers its tombstone.", OK: jsonBody("Envelope")}},
+				Description: "Tombstones included: a deleted record answers its tombstone.",
+				OK: withLinks(jsonBody("Envelope"), openapi.Link{Name: "assets", OperationID: "listRecordAssets",
+					Description: "The record's verified files (cleaning-task-pictures, traceability-labels and drive-files carry files).",
+					Parameters:  openapi.SamePath("restaurantId", "collection", "recordId")})}},
 		{Method: "GET", Path: "/v1/restaurants/:restaurantId/collections/:collection/records/:recordId/assets", Access: accessPartner,
 			Need: collectionScope("read"), Op: op(a.assetsList), Doc: openapi.Op{
 				ID: "listRecordAssets", Tag: "Files", Summary: "Verified files of a record, with signed URLs",
@@ -180,7 +209,8 @@ func (a *API) routes() []route {
 					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
 					"deleted: true submits a tombstone (data may be omitted). data.asset's status is set by the service.",
 				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
-				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413},
+				OK:            withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromBody("/data/collection"), openapi.FromPath("recordId"))),
+				Errors:        []int{409, 413},
 				PerCollection: &openapi.PerCollection{ID: "ingest%sSnapshot", Body: "Snapshot"}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
 			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
@@ -192,7 +222,10 @@ func (a *API) routes() []route {
 					"identity without data (as for a compacted replay): the record's data is for readers.",
 				PathParams: map[string]string{"collection": "fileCollection"},
 				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
-				OK: replayedState(replayable("EnvelopeResult")), Errors: []int{409, 413}}},
+				OK: withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromPath("collection"), openapi.FromPath("recordId")),
+					openapi.Link{Name: "assets", OperationID: "listRecordAssets", Description: "The record's verified file, with a signed URL.",
+						Parameters: openapi.SamePath("restaurantId", "collection", "recordId")}),
+				Errors: []int{409, 413}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,
 			Doc: fileDoc("downloadFile", "Download a file with a signed URL")},
@@ -205,7 +238,10 @@ func (a *API) routes() []route {
 				"some scopes; a restaurant the key has no grant for is the one 404, asking for a scope the key does not hold is 403. The token lives FOODSAFE_SESSION_TTL (default one hour, " +
 				"never beyond the key) and dies when the key is revoked or loses a grant the token carries.",
 			Body: &openapi.Body{Schema: "SessionRequest", Optional: true, Example: "SessionNarrow"},
-			OK:   openapi.Response{Schema: "Session", Example: "SessionIssued"}, Errors: []int{403, 404, 413}}},
+			OK: withLinks(openapi.Response{Schema: "Session", Example: "SessionIssued"},
+				openapi.Link{Name: "ingest", OperationID: "ingestSnapshot", Description: "Ingest a snapshot at a restaurant the token carries, with the token as bearer credential.",
+					Parameters: map[string]string{"restaurantId": openapi.FromBody("/restaurants/0/restaurantId")}}),
+			Errors: []int{403, 404, 413}}},
 
 		{Method: "POST", Path: mcpPath, Access: accessPartner, Handler: a.mcpServe, Doc: openapi.Op{
 			ID: "mcp", Tag: "MCP", Summary: "Model Context Protocol endpoint for AI clients",
@@ -228,6 +264,37 @@ func (a *API) routes() []route {
 				{Status: 404, Description: "a JSON-RPC error for an unknown method (protocol 2026-07-28).", Schema: "JsonRpcResponse"},
 			}}},
 	}
+}
+
+// withLinks is r with links to follow.
+func withLinks(r openapi.Response, links ...openapi.Link) openapi.Response {
+	r.Links = append(r.Links, links...)
+	return r
+}
+
+// nextPage links a page to the next: the same path parameters and limit,
+// with nextCursor (null on the last page, where there is none).
+func nextPage(op string, path ...string) openapi.Link {
+	return openapi.Link{Name: "nextPage", OperationID: op, Description: "The next page, until nextCursor is null: the same limit, with nextCursor.",
+		Parameters: openapi.With(openapi.SamePath(path...), "limit", openapi.FromQuery("limit"), "cursor", openapi.FromBody("/nextCursor"))}
+}
+
+// later links a last page to the next poll, from its changesCursor.
+func later(op string, path ...string) openapi.Link {
+	return openapi.Link{Name: "changesLater", OperationID: op, Description: "Later, from the last page: only what changed since, with changesCursor.",
+		Parameters: openapi.With(openapi.SamePath(path...), "cursor", openapi.FromBody("/changesCursor"))}
+}
+
+// deliveryOf links to a delivery named by a member of the answer.
+func deliveryOf(idPointer string) openapi.Link {
+	return openapi.Link{Name: "delivery", OperationID: "getDelivery", Description: "A delivery of the answer.",
+		Parameters: map[string]string{"restaurantId": openapi.FromPath("restaurantId"), "deliveryId": openapi.FromBody(idPointer)}}
+}
+
+// recordOf links to a record's current state.
+func recordOf(collection, recordID string) openapi.Link {
+	return openapi.Link{Name: "record", OperationID: "getRecord", Description: "The record's current state.",
+		Parameters: map[string]string{"restaurantId": openapi.FromPath("restaurantId"), "collection": collection, "recordId": recordID}}
 }
 
 func fileDoc(id, summary string) openapi.Op {

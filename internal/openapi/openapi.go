@@ -72,6 +72,8 @@ type Response struct {
 	Headers []string
 	// Example names a component example.
 	Example string
+	// Links are the operations a client follows from this answer.
+	Links []Link
 }
 
 // Op is one documented operation, taken from the route table.
@@ -705,6 +707,7 @@ func successResponse(op Op) *openapi3.Response {
 	for _, h := range op.OK.Headers {
 		r.Headers[h] = &openapi3.HeaderRef{Ref: "#/components/headers/" + h}
 	}
+	r.Links = links(op.OK.Links)
 	switch {
 	case op.OK.Schema != "":
 		mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + op.OK.Schema}}
