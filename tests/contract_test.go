@@ -151,7 +151,7 @@ func (ct *contract) check(ex exchange) error {
 	}
 
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
-	reqErr := ct.requestParams(route.Operation, params, req)
+	reqErr := ct.requestParams(route, params, req)
 	if reqErr == nil {
 		reqErr = ct.requestBody(route.Operation, ex)
 	}
@@ -182,7 +182,8 @@ func queryPart(u *url.URL) string {
 // (openapi3filter.ValidateRequest would do it too, but with a 3.1 document
 // it compiles a JSON Schema per parameter per call, which doubles the
 // suite's run time; the definitions and schemas used here are the same.)
-func (ct *contract) requestParams(op *openapi3.Operation, path map[string]string, req *http.Request) error {
+func (ct *contract) requestParams(route *routers.Route, path map[string]string, req *http.Request) error {
+	op := route.Operation
 	if op.Security != nil && len(*op.Security) > 0 && !strings.HasPrefix(req.Header.Get("Authorization"), "Bearer ") {
 		return errors.New("no bearer credential")
 	}
@@ -190,7 +191,7 @@ func (ct *contract) requestParams(op *openapi3.Operation, path map[string]string
 	if _, err := url.ParseQuery(req.URL.RawQuery); err != nil {
 		return fmt.Errorf("malformed query: %w", err)
 	}
-	for _, pr := range op.Parameters {
+	for i, pr := range op.Parameters {
 		p := pr.Value
 		var vals []string
 		switch p.In {
@@ -218,7 +219,13 @@ func (ct *contract) requestParams(op *openapi3.Operation, path map[string]string
 			}
 			v = json.Number(strconv.FormatInt(n, 10))
 		}
-		s, err := ct.schemaFor(pr.Ref + "/schema")
+		ref := pr.Ref + "/schema"
+		if pr.Ref == "" {
+			// A parameter written out in the operation (with an example of
+			// its own).
+			ref = fmt.Sprintf("#/paths/%s/%s/parameters/%d/schema", pointerToken(route.Path), strings.ToLower(route.Method), i)
+		}
+		s, err := ct.schemaFor(ref)
 		if err != nil {
 			return err
 		}
@@ -227,6 +234,11 @@ func (ct *contract) requestParams(op *openapi3.Operation, path map[string]string
 		}
 	}
 	return nil
+}
+
+// pointerToken escapes a JSON Pointer reference token (RFC 6901).
+func pointerToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // requestBody validates a JSON request body against its documented schema.

@@ -88,5 +88,5 @@ func TestDemoData(t *testing.T) {
 	var after deliveryPage
 	a.getAs(key, month).JSON(t, &after)
 	require.Equal(t, len(page.Data), len(after.Data), "no delivery added")
-	require.Len(t, a.walkAll(strings.TrimSpace(again.Stdout), "demo-bistro", "areas", 100), 5, "no record added")
+	require.Len(t, a.walkAll(strings.TrimSpace(again.Stdout), "demo-bistro", "areas", 100), 6, "no record added (five areas and the example)")
 }

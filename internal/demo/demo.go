@@ -27,11 +27,12 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/examples"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 // RestaurantID is the demo restaurant.
-const RestaurantID = "demo-bistro"
+const RestaurantID = examples.Restaurant
 
 // Summary says what was loaded.
 type Summary struct {
@@ -63,9 +64,13 @@ const historyDays = 120
 // second load would conflict rather than replay), and to issue and revoke
 // the temporary write key.
 func Load(ctx context.Context, st *store.Store, h http.Handler, now time.Time) (Summary, error) {
-	// Capture "started" before the oldest demo record (120 days back), so
-	// the history is held: the service refuses backfill of events.
+	// Capture "started" before the oldest demo record (120 days back, or
+	// the document's examples, if older), so the history is held: the
+	// service refuses backfill of events.
 	since := now.AddDate(0, 0, -historyDays-1)
+	if examples.Since.Before(since) {
+		since = examples.Since
+	}
 	if _, err := st.RestaurantAdd(ctx, RestaurantID, store.RestaurantChange{Name: ptr("Demo Bistro"), EnabledAt: &since}); err != nil {
 		return Summary{}, err
 	}
@@ -85,7 +90,7 @@ func Load(ctx context.Context, st *store.Store, h http.Handler, now time.Time) (
 	}
 	defer st.KeyRevoke(context.WithoutCancel(ctx), k.PublicID) //nolint:errcheck // best effort; the key is never shown
 	l := &loader{h: h, key: k.Full, now: now.Truncate(time.Minute), rnd: rand.New(rand.NewPCG(42, 2026)), seen: map[string]int{}}
-	for _, step := range []func() error{l.reference, l.temperatures, l.cycles, l.cleaning, l.fryers, l.labelsAndFiles, l.deliveries, l.profile} {
+	for _, step := range []func() error{l.examples, l.reference, l.temperatures, l.cycles, l.cleaning, l.fryers, l.labelsAndFiles, l.deliveries, l.profile} {
 		if err := step(); err != nil {
 			return l.sum, err
 		}
@@ -145,6 +150,41 @@ func (l *loader) put(collection, id string, captured time.Time, data map[string]
 	}
 	path := fmt.Sprintf("/v1/ingest/restaurants/%s/collections/%s/records/%s/mutations/%s", RestaurantID, collection, id, mutation)
 	return l.send(http.MethodPut, path, "application/json", b, map[string]string{"Idempotency-Key": mutation})
+}
+
+// examples writes what the OpenAPI document's examples name, exactly as
+// its example requests send it (internal/examples): one record of each
+// collection, the file of the drive-files one, a delivery and its
+// photograph. Every example request then succeeds against the demo: the
+// writes replay.
+func (l *loader) examples() error {
+	for _, r := range examples.Records() {
+		b, err := json.Marshal(r.Snapshot())
+		if err != nil {
+			return err
+		}
+		path := fmt.Sprintf("/v1/ingest/restaurants/%s/collections/%s/records/%s/mutations/%s", RestaurantID, r.Collection, r.ID, r.MutationID)
+		if err := l.send(http.MethodPut, path, "application/json", b, map[string]string{"Idempotency-Key": r.MutationID}); err != nil {
+			return err
+		}
+		l.seen[r.Collection+"/"+r.ID]++
+		l.sum.Records++
+	}
+	if err := l.upload(examples.FileCollection, examples.FileRecord, examples.FileObjectKey, examples.FileType, examples.File()); err != nil {
+		return err
+	}
+	b, err := json.Marshal(examples.Delivery())
+	if err != nil {
+		return err
+	}
+	if err := l.send(http.MethodPut, "/v1/ingest/restaurants/"+RestaurantID+"/deliveries/"+examples.DeliveryID, "application/json", b, nil); err != nil {
+		return err
+	}
+	l.sum.Deliveries++
+	photo := examples.Photo()
+	l.sum.Files++
+	return l.send(http.MethodPut, fmt.Sprintf("/v1/ingest/restaurants/%s/deliveries/%s/images/%s", RestaurantID, examples.DeliveryID, examples.ImageID),
+		examples.ImageType, photo, map[string]string{"Repr-Digest": digest(photo)})
 }
 
 // upload sends the bytes of the file objectKey of a record's asset.

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/catalog"
+	"github.com/foodsafe/foodsafe/internal/examples"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 )
@@ -165,7 +166,8 @@ func (a *API) routes() []route {
 					"that type does; another type, an empty body or bytes of another type are 400. " +
 					"The same bytes again replay; other bytes for an existing image id are 409. " +
 					"The delivery's imageCount is not checked against its images: it is the provider's own figure.",
-				Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Media: photoMediaTypes()}, Errors: deliveryWrites,
+				Headers: []string{"ReprDigest"}, ParamExamples: openapi.PhotoParamExamples(), Errors: deliveryWrites,
+				Body: &openapi.Body{Binary: true, Media: photoMediaTypes(), Example: "DeliveryPhoto", ExampleMedia: examples.ImageType},
 				OK: withLinks(replayable("FileResult"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
 					Description: "The delivery's photographs, with signed URLs.", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
 
@@ -208,10 +210,10 @@ func (a *API) routes() []route {
 				Description: "Idempotency-Key, the path and the body must agree on the mutationId. The same request again answers " +
 					"200 with the first answer and Idempotent-Replayed: true; the same mutationId for anything else is 409. " +
 					"deleted: true submits a tombstone (data may be omitted). data.asset's status is set by the service.",
-				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: "AreaSnapshot"},
+				Headers: []string{"IdempotencyKey"}, Body: &openapi.Body{Schema: "IngestSnapshot", Example: openapi.CollectionSchema("Snapshot", examples.FileCollection)},
 				OK:            withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromBody("/data/collection"), openapi.FromPath("recordId"))),
 				Errors:        []int{409, 413},
-				PerCollection: &openapi.PerCollection{ID: "ingest%sSnapshot", Body: "Snapshot"}}},
+				PerCollection: &openapi.PerCollection{ID: "ingest%sSnapshot", Body: "Snapshot", ParamExamples: openapi.SnapshotParamExamples}}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
 			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
 				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",
@@ -221,7 +223,7 @@ func (a *API) routes() []route {
 					"asset or the asset was uploaded with other bytes. A key without the collection's read scope gets the change's " +
 					"identity without data (as for a compacted replay): the record's data is for readers.",
 				PathParams: map[string]string{"collection": "fileCollection"},
-				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true},
+				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Example: "AssetFile"},
 				OK: withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromPath("collection"), openapi.FromPath("recordId")),
 					openapi.Link{Name: "assets", OperationID: "listRecordAssets", Description: "The record's verified file, with a signed URL.",
 						Parameters: openapi.SamePath("restaurantId", "collection", "recordId")}),
@@ -257,7 +259,7 @@ func (a *API) routes() []route {
 				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +
 				"are problems. Other methods than POST are 405.",
 			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
-			Body:    &openapi.Body{Schema: "JsonRpcRequest"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
+			Body:    &openapi.Body{Schema: "JsonRpcRequest", Example: "McpCall"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
 			Alt: []openapi.Alt{
 				{Status: 202, Description: "A notification (or a response to the server) was accepted; no body."},
 				{Status: 400, Description: "a JSON-RPC error (protocol 2026-07-28: unknown tool, invalid parameters, header mismatch).", Schema: "JsonRpcResponse"},

@@ -7,6 +7,7 @@
 package openapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,8 +54,10 @@ type Body struct {
 	Binary   bool
 	Media    []string
 	Optional bool
-	// Example names a component example.
-	Example string
+	// Example names a component example; of a binary body, it is the
+	// example of ExampleMedia (default: the first of Media, or */*).
+	Example      string
+	ExampleMedia string
 }
 
 // Response describes the success response.
@@ -90,6 +93,10 @@ type Op struct {
 	UnderRestaurant bool
 	// Scopes, for the description.
 	Scopes []string
+	// ParamExamples are this operation's examples of parameters, by
+	// component name, where they differ from the component's (a
+	// parameter then is written out, with its example).
+	ParamExamples map[string]any
 	// PathParams names the component of a path parameter whose component
 	// is not named after it (an upload's collection is one of the three
 	// collections with files: fileCollection).
@@ -120,8 +127,11 @@ type PerCollection struct {
 	// ID is the typed operation's id, %s the collection's PascalCase name.
 	ID string
 	// Body is the family member suffix of the body ("Snapshot":
-	// AreasSnapshot).
+	// AreasSnapshot), and of its component example.
 	Body string
+	// ParamExamples are a collection's examples of parameters (see
+	// Op.ParamExamples), consistent with its body's example.
+	ParamExamples func(collection string) map[string]any
 }
 
 // Alt is a further answer of an operation: another success status, or a
@@ -195,10 +205,10 @@ func Build(ops []Op, schemas map[string]map[string]any, info Info) (*openapi3.T,
 			Description: "A partner or device key `fsk_<public>.<secret>`, or a mobile session token `fst_<public>.<secret>`."}},
 	}
 	problemTypes(doc)
-	doc.Components.Parameters = parameters()
+	doc.Components.Parameters = withParamExamples(parameters())
 	doc.Components.Headers = headers()
 	doc.Components.Responses = problemResponses()
-	doc.Components.Examples = examples()
+	doc.Components.Examples = componentExamples()
 
 	for _, op := range withPerCollection(ops) {
 		if err := addOp(doc, op); err != nil {
@@ -465,6 +475,19 @@ func toAny(ss []string) []any {
 	return out
 }
 
+// paramRef is a reference to a parameter component, or the component
+// written out with the operation's own example.
+func paramRef(doc *openapi3.T, op Op, component string) *openapi3.ParameterRef {
+	ex, ok := op.ParamExamples[component]
+	shared := doc.Components.Parameters[component]
+	if !ok || shared == nil || shared.Value == nil {
+		return &openapi3.ParameterRef{Ref: "#/components/parameters/" + component}
+	}
+	own := *shared.Value
+	own.Example = ex
+	return &openapi3.ParameterRef{Value: &own}
+}
+
 func header(desc string, s *openapi3.Schema) *openapi3.HeaderRef {
 	return &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{Description: desc, Schema: s.NewRef()}}}
 }
@@ -613,10 +636,10 @@ func addOp(doc *openapi3.T, op Op) error {
 		if c, ok := op.PathParams[name]; ok {
 			name = c
 		}
-		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + name})
+		o.Parameters = append(o.Parameters, paramRef(doc, op, name))
 	}
 	for _, q := range append(append([]string{}, op.Query...), op.Headers...) {
-		o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/" + q})
+		o.Parameters = append(o.Parameters, paramRef(doc, op, q))
 	}
 	o.Parameters = append(o.Parameters, &openapi3.ParameterRef{Ref: "#/components/parameters/RequestId"})
 	if b := op.Body; b != nil {
@@ -632,6 +655,9 @@ func addOp(doc *openapi3.T, op Op) error {
 			rb.Content = openapi3.Content{}
 			for _, m := range media {
 				rb.Content[m] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}
+			}
+			if b.Example != "" {
+				rb.Content[cmp.Or(b.ExampleMedia, media[0])].Examples = openapi3.Examples{b.Example: {Ref: "#/components/examples/" + b.Example}}
 			}
 		} else {
 			mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + b.Schema}}

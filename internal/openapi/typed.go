@@ -248,8 +248,11 @@ func (op Op) forCollection(collection string) Op {
 	if op.Body != nil {
 		b := *op.Body
 		b.Schema = p + op.PerCollection.Body
-		b.Example = ""
+		b.Example = p + op.PerCollection.Body
 		t.Body = &b
+	}
+	if op.PerCollection.ParamExamples != nil {
+		t.ParamExamples = op.PerCollection.ParamExamples(collection)
 	}
 	return t
 }
