@@ -139,3 +139,49 @@ func requireMode(t *testing.T, path string, mode os.FileMode) {
 	require.NoError(t, err)
 	require.Equal(t, mode, st.Mode().Perm(), "%s", path)
 }
+
+// README's "Try it" runs as written in a second terminal against `make
+// run` on a database other than the default and a port other than 8080,
+// once that terminal has what the block's first lines say it needs
+// (DATABASE_URL and RUN_PORT as make run had them). Every curl must
+// succeed (--fail-with-body, pipefail), the renamed area must come back
+// through the changes cursor, and the downloaded file must be the
+// record's. The README names the operator listener beside RUN_PORT.
+func TestReadmeTryIt(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"make", "bash", "curl", "sha256sum"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipped: no %s on PATH (install it to run the README's commands)", tool)
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(readme), "### Try it")
+	require.True(t, found)
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	block, _, _ := strings.Cut(rest, "```")
+	require.Regexp(t, `(?m)^export DATABASE_URL=`, block, "the second terminal uses make run's database")
+	require.Less(t, strings.Index(block, "export DATABASE_URL="), strings.Index(block, "bin/foodsafe"))
+	require.Regexp(t, `RUN_PORT=8081 FOODSAFE_METRICS_ADDR=`, string(readme), "moving make run moves the operator listener too")
+
+	data, dbURL := t.TempDir(), testdb.URL(t)
+	p := makeRun(t, data, dbURL, "0")
+	port := strings.TrimPrefix(p.URL, "http://127.0.0.1:")
+	// The repository root as the block sees it: .data and bin/foodsafe.
+	root := t.TempDir()
+	require.NoError(t, os.Symlink(data, filepath.Join(root, ".data")))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "bin"), 0o750))
+	require.NoError(t, os.Symlink(filepath.Join(data, "foodsafe"), filepath.Join(root, "bin", "foodsafe")))
+	script := "set -eo pipefail\ncurl() { command curl --fail-with-body \"$@\"; }\n" + block
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(envWithout("FOODSAFE_CURSOR_KEY", "FOODSAFE_URL_KEY", "FOODSAFE_ADDR", "MAKEFLAGS", "MFLAGS"),
+		"DATABASE_URL="+dbURL, "RUN_PORT="+port)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), `"name":"Main kitchen"`, "the renamed area, through the changes cursor")
+	pdf, err := os.ReadFile(filepath.Join(data, "haccp-plan.pdf"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(pdf), "%PDF-"))
+	require.Contains(t, string(out), sha256Hex(pdf)+"  .data/haccp-plan.pdf")
+}
