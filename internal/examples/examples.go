@@ -188,12 +188,6 @@ var Photo = sync.OnceValue(func() []byte {
 	return buf.Bytes()
 })
 
-// DataURI is b as a data: URI of its media type (RFC 2397): how the
-// document gives a binary example.
-func DataURI(mediaType string, b []byte) string {
-	return "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(b)
-}
-
 // Digest is the Repr-Digest of b (RFC 9530).
 func Digest(b []byte) string {
 	d := sha256.Sum256(b)

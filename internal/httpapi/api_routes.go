@@ -165,9 +165,11 @@ func (a *API) routes() []route {
 					"A photograph only: Content-Type image/jpeg, image/png, image/webp, image/heic or image/heif, and bytes that begin as " +
 					"that type does; another type, an empty body or bytes of another type are 400. " +
 					"The same bytes again replay; other bytes for an existing image id are 409. " +
-					"The delivery's imageCount is not checked against its images: it is the provider's own figure.",
+					"The delivery's imageCount is not checked against its images: it is the provider's own figure. " +
+					"Example: the bytes of the example delivery's photograph, the file GET .../images lists for it (a PNG; the document " +
+					"cannot carry bytes that are not text), whose digest the Repr-Digest example is.",
 				Headers: []string{"ReprDigest"}, ParamExamples: openapi.PhotoParamExamples(), Errors: deliveryWrites,
-				Body: &openapi.Body{Binary: true, Media: photoMediaTypes(), Example: "DeliveryPhoto", ExampleMedia: examples.ImageType},
+				Body: &openapi.Body{Binary: true, Media: photoMediaTypes()},
 				OK: withLinks(replayable("FileResult"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
 					Description: "The delivery's photographs, with signed URLs.", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
 
@@ -259,7 +261,7 @@ func (a *API) routes() []route {
 				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +
 				"are problems. Other methods than POST are 405.",
 			Headers: []string{"McpProtocolVersion", "McpMethod", "McpName"},
-			Body:    &openapi.Body{Schema: "JsonRpcRequest", Example: "McpCall"}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
+			Body:    &openapi.Body{Schema: "JsonRpcRequest", Example: "McpCall", MoreExamples: []string{"McpNotification"}}, OK: jsonBody("JsonRpcResponse"), Errors: []int{413},
 			Alt: []openapi.Alt{
 				{Status: 202, Description: "A notification (or a response to the server) was accepted; no body."},
 				{Status: 400, Description: "a JSON-RPC error (protocol 2026-07-28: unknown tool, invalid parameters, header mismatch).", Schema: "JsonRpcResponse"},

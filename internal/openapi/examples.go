@@ -99,9 +99,9 @@ func componentExamples() openapi3.Examples {
 				"restaurantId": examples.Restaurant, "collection": file.Collection, "recordId": file.ID},
 				"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}},
 		}),
+		"McpNotification": example("A notification: accepted (202), no answer", map[string]any{
+			"jsonrpc": "2.0", "method": "notifications/initialized"}),
 		"AssetFile": example("The drive-files example's file (text/plain)", string(examples.File())),
-		"DeliveryPhoto": {Value: &openapi3.Example{Summary: "The example delivery's photograph (a PNG, as a data: URI)",
-			ExternalValue: examples.DataURI(examples.ImageType, examples.Photo())}},
 	}
 	for _, c := range catalog.Collections {
 		r := examples.Of(c.Name)

@@ -7,7 +7,6 @@
 package openapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,9 +54,11 @@ type Body struct {
 	Media    []string
 	Optional bool
 	// Example names a component example; of a binary body, it is the
-	// example of ExampleMedia (default: the first of Media, or */*).
-	Example      string
-	ExampleMedia string
+	// example of the first of Media (or of */*): text only, as the
+	// document cannot carry other bytes.
+	Example string
+	// MoreExamples name further component examples of a JSON body.
+	MoreExamples []string
 }
 
 // Response describes the success response.
@@ -462,8 +463,9 @@ func parameters() openapi3.ParametersMap {
 			stringSchema("", "JSON-RPC method.")),
 		"McpName": param("header", "Mcp-Name", false, "The tool name of a tools/call (required by protocol 2026-07-28).",
 			stringSchema("", "Tool name.")),
-		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters (and not holding a key or token); replaced by a generated id otherwise.",
-			stringSchema(`^[!-~]{1,200}$`, "Request id.")),
+		"RequestId": param("header", "X-Request-ID", false, "Echoed in the response header and problem documents when 1 to 200 visible ASCII characters (and not holding a key or token); "+
+			"any other value is accepted and replaced by a generated id.",
+			stringSchema("", "Request id: 1 to 200 visible ASCII characters to be echoed.")),
 	}
 }
 
@@ -657,12 +659,15 @@ func addOp(doc *openapi3.T, op Op) error {
 				rb.Content[m] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}}}
 			}
 			if b.Example != "" {
-				rb.Content[cmp.Or(b.ExampleMedia, media[0])].Examples = openapi3.Examples{b.Example: {Ref: "#/components/examples/" + b.Example}}
+				rb.Content[media[0]].Examples = openapi3.Examples{b.Example: {Ref: "#/components/examples/" + b.Example}}
 			}
 		} else {
 			mt := &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + b.Schema}}
 			if b.Example != "" {
-				mt.Examples = openapi3.Examples{b.Example: {Ref: "#/components/examples/" + b.Example}}
+				mt.Examples = openapi3.Examples{}
+				for _, e := range append([]string{b.Example}, b.MoreExamples...) {
+					mt.Examples[e] = &openapi3.ExampleRef{Ref: "#/components/examples/" + e}
+				}
 			}
 			rb.Content = openapi3.Content{"application/json": mt}
 		}

@@ -47,6 +47,23 @@ type Family struct {
 	Others map[string]Other
 	// Describe is a member's description, %s the collection.
 	Describe string
+	// Split, when set, makes each member a union of a live shape, typed,
+	// and one tombstone shape shared by all, told apart by a boolean.
+	Split *Split
+}
+
+// Split is a member that is live or a tombstone: a snapshot's data is the
+// collection's on a live record, and anything (ignored) on a tombstone,
+// which JSON Schema says with if/then but generators read only as a union.
+type Split struct {
+	// Flag is the boolean member that says which (true: tombstone).
+	Flag string
+	// Live names a collection's live shape; Tombstone is the shared one.
+	Live      func(pascal string) string
+	Tombstone string
+	// DescribeLive (%s the collection) and DescribeTombstone describe
+	// them.
+	DescribeLive, DescribeTombstone string
 }
 
 // Other is a member of a family's union that is not a collection's.
@@ -61,7 +78,10 @@ var families = []Family{
 		Describe: "A record of `%s` as received (spec 2.3); `data` is absent on a tombstone."},
 	{Base: "IngestSnapshot", Member: func(p string) string { return p + "Snapshot" },
 		Typed:    map[string]string{"data": "Data"},
-		Describe: "A full snapshot of one `%s` record (spec 4.6): `data` is required unless `deleted` is true; a tombstone's data is neither validated nor stored."},
+		Describe: "A full snapshot of one `%s` record (spec 4.6): live (`deleted: false`, with its data) or a tombstone (`deleted: true`).",
+		Split: &Split{Flag: "deleted", Live: func(p string) string { return p + "LiveSnapshot" }, Tombstone: "TombstoneSnapshot",
+			DescribeLive:      "A live `%s` record: `data` is required and of the collection's shape.",
+			DescribeTombstone: "A tombstone: the record was deleted in the app. Its data may be omitted and is ignored if sent (neither validated nor stored)."}},
 	{Base: "RecordFeedItem", Union: "RecordFeedItem", Member: func(p string) string { return p + "FeedItem" },
 		Discriminator: "stream", Typed: map[string]string{"record": "Envelope"}, Drop: []string{"delivery"},
 		Require: []string{"record"}, Others: map[string]Other{catalog.DeliveryStream: {Name: "DeliveriesFeedItem",
@@ -111,6 +131,12 @@ func (f Family) add(schemas openapi3.Schemas) error {
 			return err
 		}
 		name := f.Member(p)
+		if f.Split != nil {
+			m, err = f.split(schemas, base.Value, m, c.Name, p)
+			if err != nil {
+				return err
+			}
+		}
 		schemas[name] = m.NewRef()
 		ref := "#/components/schemas/" + name
 		mapping[c.Name] = openapi3.MappingRef{Ref: ref}
@@ -132,6 +158,39 @@ func (f Family) add(schemas openapi3.Schemas) error {
 	schemas[f.Union] = (&openapi3.Schema{Description: base.Value.Description, OneOf: oneOf,
 		Discriminator: &openapi3.Discriminator{PropertyName: f.Discriminator, Mapping: mapping}}).NewRef()
 	return nil
+}
+
+// split stores a collection's live shape (live, made from the base) and
+// the shared tombstone, and returns the member: the union of the two.
+func (f Family) split(schemas openapi3.Schemas, base, live *openapi3.Schema, collection, p string) (*openapi3.Schema, error) {
+	sp := f.Split
+	flag := func(s *openapi3.Schema, v bool) {
+		desc := "false: a live record."
+		if v {
+			desc = "true: a tombstone."
+		}
+		// const: a literal type in TypeScript, a bool in Go (an enum of a
+		// boolean is not read by every generator).
+		s.Properties[sp.Flag] = (&openapi3.Schema{Type: &openapi3.Types{"boolean"}, Const: v, Description: desc}).NewRef()
+		s.If, s.Then, s.Else = nil, nil, nil
+	}
+	flag(live, false)
+	live.Description = fmt.Sprintf(sp.DescribeLive, collection)
+	for prop := range f.Typed {
+		live.Required = appendNew(live.Required, prop)
+	}
+	schemas[sp.Live(p)] = live.NewRef()
+	if schemas[sp.Tombstone] == nil {
+		t, err := cloneSchema(base)
+		if err != nil {
+			return nil, err
+		}
+		flag(t, true)
+		t.Description, t.Title = sp.DescribeTombstone, ""
+		schemas[sp.Tombstone] = t.NewRef()
+	}
+	return &openapi3.Schema{Description: fmt.Sprintf(f.Describe, collection), OneOf: openapi3.SchemaRefs{
+		{Ref: "#/components/schemas/" + sp.Live(p)}, {Ref: "#/components/schemas/" + sp.Tombstone}}}, nil
 }
 
 // member is the base made for one collection.

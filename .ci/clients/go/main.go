@@ -91,8 +91,11 @@ func main() {
 	// TemperatureRecordsSnapshot: its data is a TemperatureRecordsData.
 	reading := client.TemperatureRecordsData{EquipmentId: "fridge-1", Shift: "MORNING", Timestamp: "1763700000000",
 		Unit: "C", Value: 5.6}
-	body := client.TemperatureRecordsSnapshot{Id: "t-1", RestaurantId: "bistro-42", MutationId: "m-1", PayloadVersion: 1,
-		CapturedAt: "1763700000000", Deleted: false, Data: &reading}
+	var body client.TemperatureRecordsSnapshot // live, or a tombstone
+	if err := body.FromTemperatureRecordsLiveSnapshot(client.TemperatureRecordsLiveSnapshot{Id: "t-1", RestaurantId: "bistro-42",
+		MutationId: "m-1", PayloadVersion: 1, CapturedAt: "1763700000000", Deleted: false, Data: reading}); err != nil {
+		panic(err)
+	}
 	r, err := c.IngestTemperatureRecordsSnapshotWithResponse(ctx, "bistro-42", "t-1", "m-1",
 		&client.IngestTemperatureRecordsSnapshotParams{IdempotencyKey: "m-1"}, body)
 	if err != nil {
