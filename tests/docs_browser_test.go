@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -93,5 +94,33 @@ func TestDocsRenderInChromium(t *testing.T) {
 		shot := filepath.Join(dir, "docs-walkRecords.png")
 		run("--window-size=1280,4000", "--screenshot="+shot, page)
 		t.Fatalf("the rendered walk operation does not show <collection>:read; screenshot in %s", shot)
+	}
+}
+
+// BenchmarkDocsPageInChromium is how long headless Chromium takes to load
+// the docs page (/v1/docs) by deep link, fetch and render the OpenAPI
+// document and expand the walk operation, until it dumps the DOM; each
+// iteration is a new browser with an empty profile. Run from make bench
+// (docs/performance.md, "The OpenAPI document"); skipped without Chromium.
+func BenchmarkDocsPageInChromium(b *testing.B) {
+	browser := cmp.Or(os.Getenv("CHROMIUM"), "chromium")
+	if _, err := exec.LookPath(browser); err != nil {
+		b.Skipf("%s is not installed (Debian: apt-get install chromium)", browser)
+	}
+	a := newApp(b)
+	page := a.srv.URL + "/v1/docs#/Collections/walkRecords"
+	for b.Loop() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a guard against a hung browser
+		cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+b.TempDir(), "--virtual-time-budget=20000", "--dump-dom", page)
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			b.Fatalf("%s: %v", browser, err)
+		}
+		if !strings.Contains(string(out), "walkRecords") {
+			b.Fatal("the page did not render the walk operation")
+		}
 	}
 }

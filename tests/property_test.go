@@ -623,7 +623,7 @@ var unreached = map[string]string{
 	"503":                   "outages of the database or the file store: TestDatabaseUnavailableIs503, TestHealthReadyDatabaseDown, TestUnwritableFileStorageIs503",
 	"429":                   "budgets: the run's key has one no draw spends (TestRateLimitPerKey, TestRateLimitFailedAuthPerIP, TestSignedURLRateLimitedPerIP, TestMCPRateLimit)",
 	"431":                   "header sections over 64 KiB are answered by serve's listener before routing, which the in-process server of this run does not have: TestUnparseableRequestsGetProblems",
-	"uploadRecordAsset 413": "a file over FOODSAFE_MAX_ASSET_BYTES (25 MiB by default) is too large to send per draw: TestLargeUploads",
+	"uploadRecordAsset 413": "a file over FOODSAFE_MAX_ASSET_BYTES (50 MiB by default) is too large to send per draw: TestLargeUploads",
 	"putDeliveryImage 413":  "as an asset: TestLargeUploads, TestDeliveryImages",
 	"mcp 404":               "a JSON-RPC error for an unknown method needs protocol 2026-07-28's _meta and headers together: TestMCPUnknownMethodIsMethodNotFound",
 	"downloadFile 404":      "a validly signed URL of a file no longer stored, or any download where files live in object storage (presigned URLs instead): no request of this run can make either",
