@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/demo"
+	"github.com/foodsafe/foodsafe/internal/examples"
 	"github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
@@ -370,7 +371,13 @@ func TestSyncPacesAndHonoursRetryAfter(t *testing.T) {
 	const budget = 20
 	s := newDemoServer(t, "FOODSAFE_RATE_LIMIT="+strconv.Itoa(budget))
 	target := sqliteTarget(t)
-	since := time.Now().AddDate(0, 0, -130).Format("2006-01-02") // the demo's history, in one window
+	// The demo's history in one window: 130 days back, or back to the
+	// document's examples (internal/examples), which the demo loads, if older.
+	from := time.Now().AddDate(0, 0, -130)
+	if examples.Since.Before(from) {
+		from = examples.Since
+	}
+	since := from.Format("2006-01-02")
 	// Narrowed to the restaurant, the run walks stream by stream (a key-wide
 	// first sync reads the feed instead: sync_feed_test.go).
 	args := []string{"--api", s.p.URL, "--to", target, "--deliveries-since", since, "--json", "--restaurant", demo.RestaurantID}
