@@ -8,9 +8,11 @@ import (
 
 // foodsafe-sync is the client partners install: it must not link the
 // server. Of this module it may build in only the mirror, the command-line
-// helpers, the schemas and the command-line page generator; and none of
-// the libraries only the server needs (HTTP framework, Redis, object
-// storage, metrics, MCP, OpenAPI).
+// helpers, the schemas, the command-line page generator and the tracing
+// setup (telemetry and its span helper, with the redactor and the version
+// they use; the instrumentation of the server's stores is apart, in
+// telemetry/stores); and none of the libraries only the server needs
+// (HTTP framework, Redis, object storage, metrics, MCP, OpenAPI).
 func TestLinksNoneOfTheServer(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -21,7 +23,8 @@ func TestLinksNoneOfTheServer(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	const module = "github.com/foodsafe/foodsafe/"
-	allowed := []string{"cmd/foodsafe-sync", "internal/mirror", "internal/cmdline", "internal/refdocs/clidoc", "schemas"}
+	allowed := []string{"cmd/foodsafe-sync", "internal/mirror", "internal/cmdline", "internal/refdocs/clidoc", "schemas",
+		"internal/telemetry", "internal/telemetry/span", "internal/redact", "internal/version"}
 	serverOnly := []string{
 		"github.com/gin-gonic/", "github.com/redis/", "github.com/aws/", "github.com/prometheus/",
 		"github.com/ulule/", "github.com/modelcontextprotocol/", "github.com/getkin/",

@@ -123,6 +123,11 @@ func runSync(ctx context.Context, cmd *cobra.Command, f syncFlags, getenv func(s
 		level = slog.LevelWarn // the table says the rest
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	client, err := partnerapi.NewClient(f.api, key, log)
 	if err != nil {
 		return cmdline.Usage(err)
@@ -203,7 +208,7 @@ func checkShape(f syncFlags) error {
 // ends until interrupted or the key is refused.
 func repeat(ctx context.Context, s *mirror.Syncer, every time.Duration, log *slog.Logger) error {
 	for {
-		_, err := s.Run(ctx)
+		_, err := tracedRun(ctx, s)
 		switch {
 		case ctx.Err() != nil && every > 0:
 			return nil // stopped by a signal: the page in flight was rolled back

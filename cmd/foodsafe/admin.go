@@ -10,18 +10,21 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/store"
 )
 
-// openStore connects the admin commands to DATABASE_URL.
-func openStore(ctx context.Context) (*store.Store, error) {
+// openStore connects the admin commands to DATABASE_URL; tracer, when
+// given (maintain, with tracing on), sees its statements.
+func openStore(ctx context.Context, tracer ...pgx.QueryTracer) (*store.Store, error) {
 	cfg, _, err := loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.DatabaseURL, tracer...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/maintain"
+	"github.com/foodsafe/foodsafe/internal/telemetry"
+	"github.com/foodsafe/foodsafe/internal/telemetry/stores"
 )
 
 // maintainCmd runs the storage jobs outside `serve`: once (from cron, with
@@ -35,7 +39,14 @@ func maintainCmd() *cobra.Command {
 			if !once && cfg.MaintenanceInterval == 0 {
 				return cmdline.Usagef("FOODSAFE_MAINTENANCE_INTERVAL is 0: use --once, or set an interval")
 			}
-			st, err := openStore(cmd.Context())
+			// Each run of each job is a trace of its own when the OTEL_*
+			// variables turn tracing on, as under serve.
+			tr, err := telemetry.Setup(cmd.Context(), "foodsafe", log)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = tr.Shutdown(context.WithoutCancel(cmd.Context())) }()
+			st, err := openStore(cmd.Context(), stores.PGX(tr))
 			if err != nil {
 				return err
 			}
@@ -48,6 +59,9 @@ func maintainCmd() *cobra.Command {
 			}
 			// The collector only deletes: no download URL is signed here.
 			where := blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir}
+			if tr.On() {
+				where.Transport = func(rt http.RoundTripper) http.RoundTripper { return tr.HTTPTransport(rt, stores.S3SpanName) }
+			}
 			blobs, err := blob.Open(cmd.Context(), where)
 			if err != nil {
 				return fmt.Errorf("file store %s: %w", blob.Describe(where), err)

@@ -30,14 +30,22 @@ import (
 	"github.com/foodsafe/foodsafe/internal/redact"
 	"github.com/foodsafe/foodsafe/internal/server"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/telemetry"
+	"github.com/foodsafe/foodsafe/internal/telemetry/stores"
 	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
 // App is a running service instance.
 type App struct {
-	Config  config.Config
-	Store   *store.Store
-	Engine  *gin.Engine
+	Config config.Config
+	Store  *store.Store
+	Engine *gin.Engine
+	// Handler is what Serve answers with: Engine, inside the server span
+	// of each request when tracing is on (Tracing).
+	Handler http.Handler
+	// Tracing exports traces when the OTEL_* variables ask for it; nil
+	// when they do not.
+	Tracing *telemetry.Tracing
 	Audit   *audit.Writer
 	Limiter *ratelimit.Limiter
 	// Blobs is the file store (FOODSAFE_BLOB_URL or FOODSAFE_BLOB_DIR).
@@ -78,7 +86,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if cfg.MetricsAddr != "" {
 		m = metrics.New()
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	tr, err := telemetry.Setup(ctx, "foodsafe", log)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = tr.Shutdown(context.WithoutCancel(ctx)) })
+	st, err := store.Open(ctx, cfg.DatabaseURL, stores.PGX(tr))
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +103,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 		undo = append(undo, stopKeys)
 	}
 	m.WatchKeyCache(st.KeyCacheStats)
-	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log, m)
+	lim, err := ratelimit.New(cfg.RateLimit, cfg.RedisURL, cfg.RedisPrefix, log, m, stores.Redis(tr))
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +117,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := openBlobs(ctx, cfg, log)
+	blobs, err := openBlobs(ctx, cfg, log, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +128,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	undo = append(undo, func() { _ = aw.Close(context.WithoutCancel(ctx)) })
 	m.WatchAuditBuffer(aw.Buffered)
 	e, err := httpapi.New(httpapi.Deps{Config: cfg, Store: st, Log: log, Audit: aw, Limiter: lim,
-		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Metrics: m, Now: o.Now})
+		Schemas: schemas, Cursors: cursor.New(cursorKey, o.Now), Blobs: blobs, Metrics: m, Traced: tr.On(), Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
 	jobs := maintain.New(st, blobs, log, m, MaintenanceSettings(cfg), cfg.MaintenanceInterval, o.Now)
-	return &App{Config: cfg, Store: st, Engine: e, Audit: aw, Limiter: lim, Blobs: blobs, Metrics: m, Maintenance: jobs, log: log, stopKeys: stopKeys}, nil
+	return &App{Config: cfg, Store: st, Engine: e, Handler: tr.HTTPHandler(e), Tracing: tr, Audit: aw, Limiter: lim, Blobs: blobs, Metrics: m, Maintenance: jobs, log: log, stopKeys: stopKeys}, nil
 }
 
 // MaintenanceSettings are the maintenance jobs' settings in cfg.
@@ -131,7 +144,7 @@ func MaintenanceSettings(cfg config.Config) maintain.Settings {
 
 // openBlobs opens the configured file store; only the filesystem store
 // signs its own URLs and needs FOODSAFE_URL_KEY.
-func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (blob.Store, error) {
+func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger, tr *telemetry.Tracing) (blob.Store, error) {
 	var signer *blob.Signer
 	if cfg.BlobURL == "" {
 		urlKey, err := secretKey(cfg.URLKey, "FOODSAFE_URL_KEY", "download URLs", log)
@@ -140,7 +153,11 @@ func openBlobs(ctx context.Context, cfg config.Config, log *slog.Logger) (blob.S
 		}
 		signer = blob.NewSigner(urlKey)
 	}
-	blobs, err := blob.Open(ctx, blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir, Signer: signer})
+	set := blob.Settings{URL: cfg.BlobURL, Dir: cfg.BlobDir, Signer: signer}
+	if tr.On() {
+		set.Transport = func(rt http.RoundTripper) http.RoundTripper { return tr.HTTPTransport(rt, stores.S3SpanName) }
+	}
+	blobs, err := blob.Open(ctx, set)
 	if err != nil && cfg.BlobURL != "" {
 		return nil, fmt.Errorf("FOODSAFE_BLOB_URL: %w", err)
 	}
@@ -177,7 +194,8 @@ func (a *App) Close(ctx context.Context) error {
 	err = errors.Join(err, a.Limiter.Close())
 	a.stopKeys()
 	a.Store.Close()
-	return err
+	// Last: the spans of the requests drained above are exported.
+	return errors.Join(err, a.Tracing.Shutdown(ctx))
 }
 
 // Serve answers the API on ln and, when metricsLn is not nil, the operator
@@ -212,7 +230,7 @@ func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		// Stops with the API; a run cut short resumes next time.
 		wg.Go(func() { a.Maintenance.Loop(opsCtx, c.MaintenanceInterval) })
 	}
-	err := server.Serve(ctx, ln, a.Engine, server.Options{
+	err := server.Serve(ctx, ln, a.Handler, server.Options{
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.WriteTimeout,

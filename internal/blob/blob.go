@@ -26,6 +26,11 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/foodsafe/foodsafe/internal/telemetry/span"
 )
 
 // Errors of Put; callers map them to 400, 413 and 503.
@@ -104,13 +109,25 @@ func contentKey(sha string) string {
 // Put writes to a temporary file, fsyncs it, verifies the digest and
 // renames it into place: a reader never sees a partial or unverified file,
 // and a crash leaves only a temporary file behind.
-func (f *FS) Put(ctx context.Context, r io.Reader, _ int64, want [sha256.Size]byte, maxBytes int64) (Object, error) {
-	obj, err := f.put(ctx, r, want, maxBytes)
+func (f *FS) Put(ctx context.Context, r io.Reader, _ int64, want [sha256.Size]byte, maxBytes int64) (obj Object, err error) {
+	ctx, sp := span.Start(ctx, "FS.Put")
+	defer func() { tracePut(sp, obj, err) }()
+	obj, err = f.put(ctx, r, want, maxBytes)
 	var se storageError
 	if errors.As(err, &se) {
 		return obj, fmt.Errorf("%w: %w", ErrUnavailable, se.err)
 	}
 	return obj, err
+}
+
+// tracePut ends the span of a Put (the client's bytes read, verified and
+// stored) with the bytes stored or the failure.
+func tracePut(sp trace.Span, obj Object, err error) {
+	if err == nil && sp.IsRecording() {
+		sp.SetAttributes(attribute.Int64("foodsafe.file.bytes", obj.Size))
+	}
+	span.Fail(sp, err)
+	sp.End()
 }
 
 // storageError marks a failure of the file system, not of the reader.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,6 +19,9 @@ type Settings struct {
 	Dir string
 	// Signer signs the filesystem store's /v1/files URLs.
 	Signer *Signer
+	// Transport, when not nil, wraps the S3 client's HTTP transport
+	// (tracing's client spans).
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // Open returns the configured store. An S3 store is checked before it is
@@ -30,7 +34,7 @@ func Open(ctx context.Context, s Settings) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewS3(ctx, loc)
+	return NewS3(ctx, loc, s.Transport)
 }
 
 // ParseS3URL reads s3://bucket/prefix?endpoint=...&region=...&path_style=true.

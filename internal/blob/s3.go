@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/foodsafe/foodsafe/internal/telemetry/span"
 )
 
 const (
@@ -82,11 +84,22 @@ func (l S3Location) where() string {
 // the instance or task role) and checks that the bucket answers: a
 // missing bucket, refused credentials or an unreachable store stop the
 // start with a message saying which.
-func NewS3(ctx context.Context, loc S3Location) (*S3, error) {
+//
+// wrap, when given and not nil, wraps the client's transport (tracing's
+// client spans, one per HTTP request to the store: S3.PutObject, retries
+// included).
+func NewS3(ctx context.Context, loc S3Location, wrap ...func(http.RoundTripper) http.RoundTripper) (*S3, error) {
+	hc := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
+		d.Timeout = dialTimeout
+	})
+	var httpClient aws.HTTPClient = hc
+	for _, w := range wrap {
+		if w != nil {
+			httpClient = &http.Client{Transport: w(hc.GetTransport()), Timeout: hc.GetTimeout()}
+		}
+	}
 	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
-			d.Timeout = dialTimeout
-		})),
+		awsconfig.WithHTTPClient(httpClient),
 		// Checksums are sent where this code asks for them, never added
 		// implicitly: presigned URLs stay plain GETs any client can use.
 		awsconfig.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -160,7 +173,13 @@ func (s *S3) key(sha string) string { return s.loc.Prefix + contentKey(sha) }
 // are not sent again (the stream is still read and verified). A known
 // length up to 5 GiB goes up as one streamed PutObject; anything else as
 // a multipart upload of 5 MiB parts completed only after verification.
-func (s *S3) Put(ctx context.Context, r io.Reader, size int64, want [sha256.Size]byte, maxBytes int64) (Object, error) {
+func (s *S3) Put(ctx context.Context, r io.Reader, size int64, want [sha256.Size]byte, maxBytes int64) (obj Object, err error) {
+	ctx, sp := span.Start(ctx, "S3.Put")
+	defer func() { tracePut(sp, obj, err) }()
+	return s.put(ctx, r, size, want, maxBytes)
+}
+
+func (s *S3) put(ctx context.Context, r io.Reader, size int64, want [sha256.Size]byte, maxBytes int64) (Object, error) {
 	sha := hex.EncodeToString(want[:])
 	key := s.key(sha)
 	body := &hashingReader{r: io.LimitReader(ctxReader{ctx, r}, maxBytes+1), h: sha256.New()}

@@ -42,7 +42,37 @@ var Elsewhere = []Variable{
 			"The region defaults to us-east-1."},
 	{Name: "FOODSAFE_API_KEY", ReadBy: "foodsafe-sync", Type: "string",
 		Meaning: "The API key foodsafe-sync mirrors with (required). Never a flag: flags end up in shell history and process lists."},
+	{Name: "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ReadBy: tracedBy, Type: "URL",
+		Meaning: "Where traces go: a collector's OTLP/HTTP receiver, e.g. http://otel-collector:4318 (the base URL, to which " +
+			"/v1/traces is added) or the full traces URL in OTEL_EXPORTER_OTLP_TRACES_ENDPOINT. Unset, tracing is off: nothing " +
+			"is instrumented or exported. Traces follow the caller's W3C traceparent (docs/operators.md, Traces)."},
+	{Name: "OTEL_SERVICE_NAME", ReadBy: tracedBy, Type: "string", Default: "foodsafe",
+		Meaning: "The service.name of the traces (foodsafe-sync's default: foodsafe-sync)."},
+	{Name: "OTEL_RESOURCE_ATTRIBUTES", ReadBy: tracedBy, Type: "key=value list",
+		Meaning: "More resource attributes of the traces, e.g. deployment.environment.name=production,service.instance.id=api-1."},
+	{Name: "OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG", ReadBy: tracedBy, Type: "sampler name, ratio", Default: "parentbased_always_on",
+		Meaning: "Which requests are traced: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off " +
+			"or parentbased_traceidratio, with the ratio (0 to 1) in OTEL_TRACES_SAMPLER_ARG; parentbased_ samplers follow " +
+			"the caller's sampled flag. Production: parentbased_traceidratio with 0.05 (docs/operators.md, Traces). " +
+			"An unknown sampler or ratio stops the start."},
+	{Name: "OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_COMPRESSION, OTEL_EXPORTER_OTLP_CERTIFICATE, " +
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY, OTEL_EXPORTER_OTLP_INSECURE",
+		ReadBy: tracedBy, Type: "as the OTLP exporter documents",
+		Meaning: "The exporter's headers (a collector's API key), timeout (10s), gzip compression and TLS files, read by " +
+			"the OpenTelemetry SDK as its specification says; each also as OTEL_EXPORTER_OTLP_TRACES_*, which wins."},
+	{Name: "OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", ReadBy: tracedBy, Type: "string", Default: "http/protobuf",
+		Meaning: "Only http/protobuf (a collector's port 4318): another value stops the start rather than being ignored."},
+	{Name: "OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT, OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE", ReadBy: tracedBy,
+		Type: "milliseconds, count", Default: "5000, 30000, 2048, 512",
+		Meaning: "The batch span processor: how often and how much it sends, and the queue of finished spans; a full queue " +
+			"drops spans (never blocks a request), so memory stays bounded whatever the traffic."},
+	{Name: "OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED", ReadBy: tracedBy, Type: "otlp or none; true or false",
+		Meaning: "OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true turn tracing off whatever the endpoint; an exporter other " +
+			"than otlp stops the start."},
 }
+
+// tracedBy names the binaries that read the OpenTelemetry variables.
+const tracedBy = "foodsafe, foodsafe-sync (OpenTelemetry SDK)"
 
 // Variables lists every variable the binaries read: Config's fields in
 // declaration order (name, default and meaning from their tags; a default

@@ -49,6 +49,9 @@ type Deps struct {
 	Blobs   blob.Store
 	// Metrics is the instrumentation; nil turns it off.
 	Metrics *metrics.Metrics
+	// Traced says tracing is on (the OTEL_* variables): requests then name
+	// their server span by route and make the service's own child spans.
+	Traced bool
 	// Now is the clock (injected by tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -112,7 +115,11 @@ func New(d Deps) (*gin.Engine, error) {
 	if a.metrics != nil {
 		e.Use(a.instrument)
 	}
-	e.Use(withRequestID, a.accessLog, a.auditTrail, a.recoverer, a.refuseAmbiguousFraming)
+	e.Use(withRequestID)
+	if d.Traced {
+		e.Use(a.traceRequest)
+	}
+	e.Use(a.accessLog, a.auditTrail, a.recoverer, a.refuseAmbiguousFraming)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
 		a.fail(c, apperr.ErrNotFound)
 	})

@@ -1,19 +1,26 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
+	"github.com/foodsafe/foodsafe/internal/telemetry/span"
 )
 
 // authenticate resolves the bearer credential (spec 5.3) and counts the
 // request against the key's budget. Failed authentications count against
 // the client IP's budget instead, so guessing is throttled too.
 func (a *API) authenticate(c *gin.Context) {
-	r, err := a.resolve(c)
+	ctx, sp := span.Start(c.Request.Context(), "authenticate")
+	r, err := a.resolve(ctx, c)
+	traceAuth(sp, r, err)
 	if err != nil {
 		a.metrics.Authentication(r.credential, metrics.AuthError)
 		a.fail(c, err)
@@ -59,11 +66,31 @@ type resolution struct {
 	// spent is set when the credential was not looked up: it is not in
 	// memory, and the client IP's budget is spent.
 	spent *ratelimit.Result
+	// found says where the credential was found, for its span: "cache"
+	// (the key cache), "database" (a lookup), "" (not looked up).
+	found string
+}
+
+// traceAuth ends the authentication span with what it found: the kind of
+// credential, where it was looked up, the public id and the outcome.
+func traceAuth(sp trace.Span, r resolution, err error) {
+	if sp.IsRecording() {
+		sp.SetAttributes(attribute.String("foodsafe.auth.credential", string(r.credential)),
+			attribute.String("foodsafe.auth.found_in", r.found))
+		switch {
+		case r.principal != nil:
+			sp.SetAttributes(attrKeyID.String(r.principal.KeyPublicID), attribute.String("foodsafe.auth.outcome", metrics.AuthOK))
+		case r.reason != "":
+			sp.SetAttributes(attribute.String("foodsafe.auth.outcome", string(r.reason)))
+		}
+		span.Fail(sp, err)
+	}
+	sp.End()
 }
 
 // resolve maps the Authorization header to a principal, or to the reason
-// it cannot.
-func (a *API) resolve(c *gin.Context) (resolution, error) {
+// it cannot; ctx is the request's, under the authentication span.
+func (a *API) resolve(ctx context.Context, c *gin.Context) (resolution, error) {
 	if len(c.Request.Header.Values("Authorization")) > 1 {
 		// Which one would count is a guess a proxy and this service could
 		// make differently: refused, like any malformed header.
@@ -83,10 +110,11 @@ func (a *API) resolve(c *gin.Context) (resolution, error) {
 	}
 	if cred.Prefix == auth.TokenPrefix {
 		r := resolution{credential: metrics.CredentialSession}
-		if r.spent = a.spentIP(c); r.spent != nil {
+		if r.spent = a.spentIP(ctx, c); r.spent != nil {
 			return r, nil
 		}
-		s, err := a.store.SessionForAuth(c.Request.Context(), cred.PublicID)
+		r.found = "database"
+		s, err := a.store.SessionForAuth(ctx, cred.PublicID)
 		if err != nil {
 			return r, err
 		}
@@ -99,13 +127,14 @@ func (a *API) resolve(c *gin.Context) (resolution, error) {
 		r.publicID = s.Key.PublicID
 		return r, nil
 	}
-	r := resolution{credential: metrics.CredentialKey, publicID: cred.PublicID}
+	r := resolution{credential: metrics.CredentialKey, publicID: cred.PublicID, found: "cache"}
 	if !a.store.KeyInMemory(cred.PublicID) {
-		if r.spent = a.spentIP(c); r.spent != nil {
+		if r.spent = a.spentIP(ctx, c); r.spent != nil {
 			return r, nil
 		}
+		r.found = "database"
 	}
-	k, err := a.store.KeyForAuth(c.Request.Context(), cred.PublicID)
+	k, err := a.store.KeyForAuth(ctx, cred.PublicID)
 	if err != nil {
 		return r, err
 	}

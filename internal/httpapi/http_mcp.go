@@ -68,6 +68,7 @@ func (a *API) mcpServe(c *gin.Context) (err error) {
 			c.Data(http.StatusOK, "application/json", res)
 		}
 	}
+	traceMCP(c.Request.Context(), call)
 	outcome, restaurant := call.outcome()
 	if outcome == "" && w.refused != 0 {
 		outcome = rpcRefusal(w.text.Bytes())

@@ -61,6 +61,14 @@ func (c *mcpCall) outcome() (outcome, restaurant string) {
 	return storableText(o, 200), c.restaurant
 }
 
+// names are the JSON-RPC method the request called and, for tools/call,
+// the tool.
+func (c *mcpCall) names() (method, tool string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.method, c.tool
+}
+
 // emptyCaveat is spec 1's warning, repeated wherever a model reads a list.
 const emptyCaveat = "An empty result or a missing record does not prove that nothing happened: only records captured " +
 	"after the restaurant was enabled are held, and a device may not have uploaded yet; a count is not a compliance figure."

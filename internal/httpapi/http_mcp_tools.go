@@ -18,6 +18,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
+	"github.com/foodsafe/foodsafe/internal/telemetry/span"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
@@ -419,11 +420,13 @@ func (a *API) toolHandler(t mcpTool) mcp.ToolHandler {
 		if call == nil {
 			return nil, errors.New("mcp tool called outside POST /mcp")
 		}
+		ctx, sp := span.Start(ctx, "tools/call "+t.name)
 		defer func() {
 			if rec := recover(); rec != nil {
 				a.logPanic(ctx, call, "tools/call "+t.name, rec)
 				res = toolFailure(internalDetail + " (requestId " + call.requestID + ")")
 			}
+			traceTool(sp, t.name, res)
 		}()
 		out, err := a.runTool(ctx, call, &t, req.Params.Arguments)
 		if err == nil {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"time"
@@ -35,8 +36,8 @@ func (a *API) limitBy(c *gin.Context, bucket metrics.Bucket, id string) bool {
 // spentIP peeks at the client IP's budget before work that a refusal
 // would waste (a key lookup): the state of a spent budget, nil while a
 // request is left. Nothing is counted.
-func (a *API) spentIP(c *gin.Context) *ratelimit.Result {
-	if res := a.limiter.Spent(c.Request.Context(), string(metrics.BucketIP)+":"+c.ClientIP()); res.Reached {
+func (a *API) spentIP(ctx context.Context, c *gin.Context) *ratelimit.Result {
+	if res := a.limiter.Spent(ctx, string(metrics.BucketIP)+":"+c.ClientIP()); res.Reached {
 		return &res
 	}
 	return nil

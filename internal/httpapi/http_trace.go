@@ -12,9 +12,11 @@ import (
 const HeaderTraceparent = "Traceparent"
 
 // traceID returns the trace id (32 lower-case hex digits) of a valid W3C
-// traceparent header, or "". The service starts no spans and exports
-// nothing: it only puts the caller's trace id into its log lines, so a
-// request can be found from the caller's trace. Parsing is OpenTelemetry's
+// traceparent header, or "". With tracing off the service starts no spans
+// and exports nothing: it only puts the caller's trace id into its log
+// lines, so a request can be found from the caller's trace (with tracing
+// on, the logs carry the ids of the request's own spans: req_log.go).
+// Parsing is OpenTelemetry's
 // reference propagator, which is strict: lower-case hex only, version ff
 // refused, version 00 with exactly four fields, all-zero ids refused.
 // Several traceparent fields are ambiguous and ignored too.

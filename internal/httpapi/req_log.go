@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foodsafe/foodsafe/internal/openapi"
 )
@@ -13,13 +14,18 @@ import (
 // traceIDKey holds the trace id in a request's context.
 type traceIDKey struct{}
 
-// ctxLogAttrs starts every log line about a request: its request id, the
-// trace id when the client sent a valid traceparent (from ctx, the
-// request's context), then more. logAttrs is the same from a gin context.
+// ctxLogAttrs starts every log line about a request: its request id, its
+// trace and span ids (from ctx, the request's context), then more. With
+// tracing on, those are the ids of the request's own span (the server
+// span, or the child span the line was written under), in the caller's
+// trace when it sent a valid traceparent; with tracing off, the trace id
+// of that traceparent alone. logAttrs is the same from a gin context.
 func ctxLogAttrs(ctx context.Context, reqID string, more ...slog.Attr) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 2+len(more))
+	attrs := make([]slog.Attr, 0, 3+len(more))
 	attrs = append(attrs, slog.String("request_id", reqID))
-	if t, _ := ctx.Value(traceIDKey{}).(string); t != "" {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsRemote() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	} else if t, _ := ctx.Value(traceIDKey{}).(string); t != "" {
 		attrs = append(attrs, slog.String("trace_id", t))
 	}
 	return append(attrs, more...)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +23,11 @@ import (
 	"github.com/ulule/limiter/v3"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 	sredis "github.com/ulule/limiter/v3/drivers/store/redis"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/foodsafe/foodsafe/internal/metrics"
+	"github.com/foodsafe/foodsafe/internal/telemetry/span"
 )
 
 const (
@@ -59,8 +63,9 @@ type Limiter struct {
 
 // New builds a limiter of perMinute requests per bucket per minute. With a
 // redisURL the budget is shared through Redis under prefix. m counts
-// fallbacks (nil: not counted).
-func New(perMinute int, redisURL, prefix string, log *slog.Logger, m *metrics.Metrics) (*Limiter, error) {
+// fallbacks (nil: not counted). instrument, when given and not nil, is
+// applied to the Redis client (tracing's hook).
+func New(perMinute int, redisURL, prefix string, log *slog.Logger, m *metrics.Metrics, instrument ...func(*redis.Client) error) (*Limiter, error) {
 	if perMinute < 1 {
 		return nil, fmt.Errorf("FOODSAFE_RATE_LIMIT must be at least 1, got %d", perMinute)
 	}
@@ -86,6 +91,15 @@ func New(perMinute int, redisURL, prefix string, log *slog.Logger, m *metrics.Me
 		// to stderr; send it through ours so every line stays JSON.
 		redis.SetLogger(redisLog{log})
 		l.client = redis.NewClient(opts)
+		for _, f := range instrument {
+			if f == nil {
+				continue
+			}
+			if err := f(l.client); err != nil {
+				_ = l.client.Close()
+				return nil, fmt.Errorf("REDIS_URL: instrumenting the client: %w", err)
+			}
+		}
 	}
 	return l, nil
 }
@@ -100,6 +114,13 @@ func (l *Limiter) Close() error {
 
 // Take counts one request against bucket and reports the bucket's state.
 func (l *Limiter) Take(ctx context.Context, bucket string) Result {
+	ctx, sp := span.Start(ctx, "rate limit")
+	res := l.take(ctx, bucket)
+	l.traced(sp, bucket, res)
+	return res
+}
+
+func (l *Limiter) take(ctx context.Context, bucket string) Result {
 	if st := l.sharedStore(ctx); st != nil {
 		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
 		c, err := st.Get(rctx, bucket, l.rate)
@@ -120,6 +141,13 @@ func (l *Limiter) Take(ctx context.Context, bucket string) Result {
 // without counting one: the check before work a refusal would waste
 // (a key lookup in the database).
 func (l *Limiter) Spent(ctx context.Context, bucket string) Result {
+	ctx, sp := span.Start(ctx, "rate limit peek")
+	res := l.peek(ctx, bucket)
+	l.traced(sp, bucket, res)
+	return res
+}
+
+func (l *Limiter) peek(ctx context.Context, bucket string) Result {
 	if st := l.sharedStore(ctx); st != nil {
 		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
 		c, err := st.Peek(rctx, bucket, l.rate)
@@ -131,6 +159,18 @@ func (l *Limiter) Spent(ctx context.Context, bucket string) Result {
 	}
 	c, _ := l.local.Peek(ctx, bucket, l.rate)
 	return spent(c)
+}
+
+// traced ends the span of a Take or Spent with what it found: the kind of
+// bucket (key or ip, never the id: an address is the client's), the store
+// that answered and the budget left.
+func (l *Limiter) traced(sp trace.Span, bucket string, r Result) {
+	if sp.IsRecording() {
+		kind, _, _ := strings.Cut(bucket, ":")
+		sp.SetAttributes(attribute.String("foodsafe.ratelimit.bucket", kind), attribute.String("foodsafe.ratelimit.backend", l.Backend()),
+			attribute.Int64("foodsafe.ratelimit.remaining", r.Remaining), attribute.Bool("foodsafe.ratelimit.reached", r.Reached))
+	}
+	sp.End()
 }
 
 // spent is a peeked bucket's state, Reached when no request is left.

@@ -57,11 +57,17 @@ var PlannerSettings = map[string]string{"enable_seqscan": "off", "enable_bitmaps
 // Open creates a pool for url. The pool connects lazily, so a database that
 // is down at start-up surfaces through /health/ready rather than a crash.
 // Pool sizing comes from the URL (pool_max_conns=...), pgx's defaults
-// otherwise; pgx's prepared-statement cache stays on.
-func Open(ctx context.Context, url string) (*Store, error) {
+// otherwise; pgx's prepared-statement cache stays on. A tracer, when
+// given (tracing on), sees every statement, pipeline and pool acquire.
+func Open(ctx context.Context, url string, tracer ...pgx.QueryTracer) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	for _, t := range tracer {
+		if t != nil {
+			cfg.ConnConfig.Tracer = t
+		}
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "foodsafe"
 	for k, v := range PlannerSettings {
