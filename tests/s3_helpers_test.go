@@ -56,21 +56,34 @@ func setS3Environment() {
 	_ = os.Unsetenv("AWS_SESSION_TOKEN")
 }
 
-var (
-	vgwOnce sync.Once
-	vgwPath string
-	vgwErr  error
-)
-
-// versitygwBinary builds the pinned versitygw once into the user's cache
-// directory, keyed by the tools module's go.sum, so later runs start at
-// once. A first build takes a few minutes (modules plus compilation).
+// versitygwBinary is the pinned versitygw, built once (toolBinary).
 func versitygwBinary(t testing.TB) string {
 	t.Helper()
-	vgwOnce.Do(func() {
-		sum, err := os.ReadFile(filepath.Join("tools", "go.sum"))
+	return toolBinary(t, "tools", "versitygw", "github.com/versity/versitygw/cmd/versitygw")
+}
+
+// builtTool is one program toolBinary builds, once per test binary.
+type builtTool struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builtTools holds a *builtTool per module directory.
+var builtTools sync.Map
+
+// toolBinary builds pkg of the tools module in dir (under tests/) once
+// into the user's cache directory, keyed by that module's go.sum, so later
+// runs start at once; a first build takes a few minutes (modules plus
+// compilation). The S3 server and the trace receiver come from here.
+func toolBinary(t testing.TB, dir, name, pkg string) string {
+	t.Helper()
+	v, _ := builtTools.LoadOrStore(dir, &builtTool{})
+	b := v.(*builtTool)
+	b.once.Do(func() {
+		sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
 		if err != nil {
-			vgwErr = err
+			b.err = err
 			return
 		}
 		cache, err := os.UserCacheDir()
@@ -78,29 +91,29 @@ func versitygwBinary(t testing.TB) string {
 			cache = os.TempDir()
 		}
 		h := sha256.Sum256(sum)
-		dir := filepath.Join(cache, "foodsafe-tests", "versitygw-"+hex.EncodeToString(h[:6]))
-		vgwPath = filepath.Join(dir, "versitygw")
-		if _, err := os.Stat(vgwPath); err == nil {
+		out := filepath.Join(cache, "foodsafe-tests", name+"-"+hex.EncodeToString(h[:6]))
+		b.path = filepath.Join(out, name)
+		if _, err := os.Stat(b.path); err == nil {
 			return
 		}
-		if vgwErr = os.MkdirAll(dir, 0o755); vgwErr != nil {
+		if b.err = os.MkdirAll(out, 0o755); b.err != nil {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "tests: building versitygw into %s (once; takes a few minutes)\n", dir)
+		fmt.Fprintf(os.Stderr, "tests: building %s into %s (once; takes a few minutes)\n", name, out)
 		// Build beside the target and rename: concurrent runs never see a
 		// half-written binary.
-		tmp := vgwPath + ".tmp-" + rand.Text()[:8]
-		cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, "github.com/versity/versitygw/cmd/versitygw")
-		cmd.Dir = "tools"
+		tmp := b.path + ".tmp-" + rand.Text()[:8]
+		cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, pkg)
+		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			vgwErr = fmt.Errorf("building versitygw: %v\n%s", err, out)
+			b.err = fmt.Errorf("building %s: %v\n%s", name, err, out)
 			_ = os.Remove(tmp)
 			return
 		}
-		vgwErr = os.Rename(tmp, vgwPath)
+		b.err = os.Rename(tmp, b.path)
 	})
-	require.NoError(t, vgwErr)
-	return vgwPath
+	require.NoError(t, b.err)
+	return b.path
 }
 
 // s3Server is one versitygw process on a loopback port, storing into its

@@ -89,17 +89,10 @@ func (l S3Location) where() string {
 // client spans, one per HTTP request to the store: S3.PutObject, retries
 // included).
 func NewS3(ctx context.Context, loc S3Location, wrap ...func(http.RoundTripper) http.RoundTripper) (*S3, error) {
-	hc := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
-		d.Timeout = dialTimeout
-	})
-	var httpClient aws.HTTPClient = hc
-	for _, w := range wrap {
-		if w != nil {
-			httpClient = &http.Client{Transport: w(hc.GetTransport()), Timeout: hc.GetTimeout()}
-		}
-	}
 	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(httpClient),
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = dialTimeout
+		})),
 		// Checksums are sent where this code asks for them, never added
 		// implicitly: presigned URLs stay plain GETs any client can use.
 		awsconfig.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -129,6 +122,13 @@ func NewS3(ctx context.Context, loc S3Location, wrap ...func(http.RoundTripper) 
 			o.BaseEndpoint = aws.String(loc.Endpoint)
 		}
 		o.UsePathStyle = loc.PathStyle
+		for _, w := range wrap {
+			if w != nil {
+				// Around the client the configuration built (its CA
+				// bundle, timeouts), not instead of it.
+				o.HTTPClient = wrappedClient{w(clientTransport{o.HTTPClient})}
+			}
+		}
 	})
 	s := &S3{client: client, presign: s3.NewPresignClient(client), loc: loc}
 	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
@@ -138,6 +138,17 @@ func NewS3(ctx context.Context, loc S3Location, wrap ...func(http.RoundTripper) 
 	}
 	return s, nil
 }
+
+// clientTransport is an AWS HTTP client seen as a RoundTripper, so a
+// transport wrapper (tracing's) can go around it; wrappedClient is the
+// wrapper seen as an AWS HTTP client again.
+type clientTransport struct{ c aws.HTTPClient }
+
+func (t clientTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.c.Do(r) }
+
+type wrappedClient struct{ rt http.RoundTripper }
+
+func (c wrappedClient) Do(r *http.Request) (*http.Response, error) { return c.rt.RoundTrip(r) }
 
 // describe turns a failed bucket check into one line an operator can act on.
 func (s *S3) describe(err error) error {

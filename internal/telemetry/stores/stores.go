@@ -71,8 +71,17 @@ func (p pgxTracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, data 
 	return p.Tracer.TraceCopyFromStart(within(ctx), conn, data)
 }
 
+// TracePrepareStart names a prepare "prepare RecordWalkPage": under the
+// statement's own span (pgx prepares on a statement cache miss), the two
+// would otherwise read as the statement twice.
 func (p pgxTracer) TracePrepareStart(ctx context.Context, conn *pgx.Conn, data pgx.TracePrepareStartData) context.Context {
-	return p.Tracer.TracePrepareStart(within(ctx), conn, data)
+	ctx = within(ctx)
+	before := trace.SpanFromContext(ctx).SpanContext()
+	ctx = p.Tracer.TracePrepareStart(ctx, conn, data)
+	if s := trace.SpanFromContext(ctx); !s.SpanContext().Equal(before) {
+		s.SetName("prepare " + sqlName(ctx, data.SQL))
+	}
+	return ctx
 }
 
 func (p pgxTracer) TraceConnectStart(ctx context.Context, data pgx.TraceConnectStartData) context.Context {
