@@ -221,3 +221,18 @@ func requestLogLine(t testing.TB, logs, requestID string) map[string]any {
 	require.Failf(t, "no access log line", "request %s in:\n%s", requestID, logs)
 	return nil
 }
+
+// A tracing setting serve cannot honour stops it at start, naming the
+// variable, rather than tracing otherwise than the operator asked.
+func TestServeRefusesTracingItCannotHonour(t *testing.T) {
+	t.Parallel()
+	for variable, env := range map[string][]string{
+		"OTEL_EXPORTER_OTLP_PROTOCOL": {"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		"OTEL_TRACES_SAMPLER":         {"OTEL_TRACES_SAMPLER=sometimes"},
+		"OTEL_TRACES_EXPORTER":        {"OTEL_TRACES_EXPORTER=console"},
+	} {
+		code, out := runServe(t, append([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, env...)...)
+		require.Equal(t, 1, code, "%s", out)
+		require.Contains(t, out, variable)
+	}
+}
