@@ -21,7 +21,7 @@ BIN          := bin/foodsafe
 
 export DATABASE_URL
 
-.PHONY: build image run migrate test test-citus chaos bench bench-first-sync bench-http bench-migrate-data bench-scale compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
+.PHONY: build image run migrate test test-citus chaos bench bench-first-sync bench-http bench-traces bench-migrate-data bench-scale compare-walk load load-hostile fuzz generate check-generated docs check-docs check-links vet lint cyclo lint-openapi check-clients clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/foodsafe
@@ -171,6 +171,16 @@ load-hostile: build
 bench-http: build
 	$(GO) build -o bin/bench-bare ./tests/load/bare
 	tests/load/bench-http.sh
+
+## bench-traces: what tracing costs a request: bench-http's rows
+## (BENCH_ROWS, default "first single new") with tracing off, with an older
+## binary OLD when given, and with every request traced and exported to
+## Jaeger all-in-one (bin/jaeger, built from tests/tools/jaeger), ROUNDS
+## times (default 2) (tests/load/bench-traces.sh).
+bench-traces: build
+	$(GO) build -o bin/bench-bare ./tests/load/bare
+	cd tests/tools/jaeger && $(GO) build -trimpath -o ../../../bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+	OLD=$(OLD) ROUNDS=$(ROUNDS) tests/load/bench-traces.sh
 
 ## bench-scale: what a key costs by how much it holds (keys of SIZES
 ## restaurants x 25 read scopes, default 200,2000,20000: create, first

@@ -23,43 +23,6 @@ import (
 // receives OTLP over HTTP, keeps traces in memory and answers Jaeger's
 // query API, all on loopback ports.
 
-// jaegerConfig is the collector configuration: an OTLP/HTTP receiver, the
-// memory store, the query API, no telemetry of its own (its metrics
-// listener would take a fixed port).
-const jaegerConfig = `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: memstore
-    http:
-      endpoint: QUERY
-    grpc:
-      endpoint: GRPC
-  jaeger_storage:
-    backends:
-      memstore:
-        memory:
-          max_traces: 10000
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: OTLP
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: memstore
-`
-
 // jaeger is one Jaeger process.
 type jaeger struct {
 	// OTLP is the receiver's base URL: OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -74,7 +37,10 @@ func startJaeger(t testing.TB) *jaeger {
 	t.Helper()
 	bin := toolBinary(t, filepath.Join("tools", "jaeger"), "jaeger", "github.com/jaegertracing/jaeger/cmd/jaeger")
 	otlp, query, grpc := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
-	cfg := strings.NewReplacer("QUERY", query, "GRPC", grpc, "OTLP", otlp).Replace(jaegerConfig)
+	// The configuration make bench-traces runs Jaeger with too.
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "jaeger.yaml"))
+	require.NoError(t, err)
+	cfg := strings.NewReplacer("QUERY_ADDR", query, "GRPC_ADDR", grpc, "OTLP_ADDR", otlp).Replace(string(tmpl))
 	path := filepath.Join(t.TempDir(), "jaeger.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	j := &jaeger{OTLP: "http://" + otlp, query: "http://" + query, out: &logBuffer{}}

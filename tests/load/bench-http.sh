@@ -146,22 +146,27 @@ pgtps() { # pgbench FILE VARS... -> tps
     awk '/^tps = / { printf "%.0f", $3 }'
 }
 # wrkrun PATH [LUA [-- ARGS]]: req/s p50_ms p99_ms non2xx db_us_per_request
+# svc_us_per_request (serve's own CPU time per request, user plus system,
+# from /proc: what the service itself spends on one)
 wrkrun() {
   local path=$1 lua=() out n
   [ -n "${2:-}" ] && lua=(-s "$2")
   shift $(( $# < 2 ? $# : 2 ))
   checkpoint
   dbticks "$DATABASE_URL" "$work/ticks.before"
+  proc_ticks "$pid" "$work/svc.before"
   local enc=()
   [ -n "${ENCODING:-}" ] && enc=(-H "Accept-Encoding: $ENCODING")
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -H "Authorization: Bearer $KEY" "${enc[@]}" "${lua[@]}" "$BASE$path" "$@" 2>&1)
   dbticks "$DATABASE_URL" "$work/ticks.after"
+  proc_ticks "$pid" "$work/svc.after"
   n=$(echo "$out" | awk '/ requests in / { print $1 }')
   echo "$out" |
     awk -v db="$(dbus "$work/ticks.before" "$work/ticks.after" "${n:-0}")" \
+      -v svc="$(dbus "$work/svc.before" "$work/svc.after" "${n:-0}")" \
       '/Requests\/sec/ { rps = $2 } /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /Non-2xx/ { bad = $5 }
       function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-      END { printf "%.0f %.2f %.2f %d %s\n", rps, ms(p50), ms(p99), bad, db }'
+      END { printf "%.0f %.2f %.2f %d %s %s\n", rps, ms(p50), ms(p99), bad, db, svc }'
 }
 
 # barerun DATA-SCRIPT PATH VARS...: sets br to the req/s of the bare stack
@@ -200,7 +205,7 @@ KEYVARS=(-D public_id="$PUBLIC")
 # A page in the middle of the walk: its pin is the head, its position 50,000.
 SEQ_MID=$((N / 2))
 echo "serve's pool: $pool PostgreSQL connections; wrk and pgbench: $CONNECTIONS (8 for ingest); Accept-Encoding: ${ENCODING:-none}"
-printf '%-42s %9s %8s %8s %9s %22s %22s %22s %9s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)" "× bare"
+printf '%-42s %9s %8s %8s %9s %10s %22s %22s %22s %9s\n' request "req/s" "p50 ms" "p99 ms" "db us/req" "svc us/req" "key+data tps (ratio)" "data alone tps (ratio)" "bare stack (ratio)" "× bare"
 # want LABEL: whether BENCH_ROWS selects the row.
 want() {
   [ -z "${BENCH_ROWS:-}" ] && return 0
@@ -211,14 +216,14 @@ want() {
 row() { # label path data-script key+data-script vars...
   local label=$1 path=$2 data=$3 both=$4; shift 4
   want "$label" || return 0
-  read -r rps p50 p99 bad dbu < <(wrkrun "$path")
+  read -r rps p50 p99 bad dbu svcu < <(wrkrun "$path")
   local tb td br
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
   # The bare stack runs the data statement (/v1/restaurants has none: its
   # answer comes from the cached key).
   if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
-  printf '%-42s %9s %8s %8s %9s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$tb" "$(echo "$rps / $tb" | bc -l)"
+  printf '%-42s %9s %8s %8s %9s %10s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$svcu" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
   # The bare stack's own ratio to the statement, then the service's to the bare stack.
   if [ -n "$data" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
@@ -333,10 +338,10 @@ txrows=()
 ingestrow() { # label streams new|update|replay
   want "$1" || return 0
   if [ "$3" = replay ] && [ ! -s "$work/counts-$2" ]; then echo "$1: skipped (needs its updates row)"; return 0; fi
-  local rps p50 p99 bad dbu tb tt= limits=() run=run$RANDOM$RANDOM-s$2
+  local rps p50 p99 bad dbu svcu tb tt= limits=() run=run$RANDOM$RANDOM-s$2
   # A replay run sends its update run's ids again, as many as it sent.
   if [ "$3" = replay ]; then read -r -a limits <"$work/counts-$2" || true; run=$(cat "$work/run-$2"); fi
-  read -r rps p50 p99 bad dbu < <(BENCH_COUNTS=$work/counts-$2-$3 CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "$run" "$3" "${limits[@]}")
+  read -r rps p50 p99 bad dbu svcu < <(BENCH_COUNTS=$work/counts-$2-$3 CONNECTIONS=8 wrkrun / "$work/ingest.lua" -- "$2" "$run" "$3" "${limits[@]}")
   if [ "$3" = update ]; then cp "$work/counts-$2-$3" "$work/counts-$2"; echo "$run" >"$work/run-$2"; fi
   if [ "$3" = replay ]; then
     tb=$(CONNECTIONS=8 pgtps "$work/ingest-replay.sql" -D streams=1)
@@ -344,7 +349,7 @@ ingestrow() { # label streams new|update|replay
     tb=$(CONNECTIONS=8 pgtps "$work/ingest-$3.sql" -D streams="$2")
     tt=$(CONNECTIONS=8 pgtps "$work/ingest-tx-$3.sql" -D streams="$2")
   fi
-  printf '%-42s %9s %8s %8s %9s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$dbu" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
+  printf '%-42s %9s %8s %8s %9s %10s %13s (%5.2f) %22s' "$1" "$rps" "$p50" "$p99" "$dbu" "$svcu" "$tb" "$(echo "$rps / $tb" | bc -l)" "-"
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
   [ -n "${tt:-}" ] && txrows+=("$(printf '  %s: %s tps (service %.2f of it)' "$1" "$tt" "$(echo "$rps / $tt" | bc -l)")")
