@@ -53,11 +53,11 @@ func TestExportedSpansHoldNoSecret(t *testing.T) {
 	attrs := map[attribute.Key]attribute.Value{}
 	for _, kv := range s.Attributes {
 		attrs[kv.Key] = kv.Value
-		all += " " + kv.Value.Emit()
+		all += " " + kv.Value.String()
 	}
 	for _, e := range s.Events {
 		for _, kv := range e.Attributes {
-			all += " " + kv.Value.Emit()
+			all += " " + kv.Value.String()
 		}
 	}
 	if strings.Contains(all, testSecret) {
