@@ -136,7 +136,7 @@ func TestAuditRecordsAndFlushesOnShutdown(t *testing.T) {
 		require.NotNil(t, got, "%+v in %+v", w, counts)
 		require.Equal(t, w.requests, got.Requests, "%+v", w)
 		require.Equal(t, w.key, got.KeyPublicID, "%+v: only an existing key is named", w)
-		require.Equal(t, "127.0.0.1", got.ClientIP.String())
+		require.Equal(t, "127.0.0.1/32", got.Client.String())
 		require.True(t, at.Truncate(time.Minute).Equal(got.Minute), "the minute: %s", got.Minute)
 	}
 }

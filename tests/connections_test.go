@@ -119,3 +119,64 @@ func TestIdleAndSlowHeaderConnectionsAreClosed(t *testing.T) {
 	_, err = io.ReadAll(slow)
 	require.NoError(t, err, "the server closes the connection")
 }
+
+// dialFrom opens a connection to addr from the loopback address from
+// (127.0.0.0/8 is all loopback), so one test can be several clients.
+func dialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
+	conn, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// liveOn sends GET /health/live on conn and reads the answer, leaving the
+// connection open (keep-alive) when the server does.
+func liveOn(t *testing.T, conn net.Conn) *http.Response {
+	t.Helper()
+	_, err := io.WriteString(conn, "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	res.Body = io.NopCloser(strings.NewReader(string(body)))
+	return res
+}
+
+// One address cannot hold every connection: with FOODSAFE_MAX_CONNECTIONS
+// at 200, 200 connections from one address (each a GET /health/live,
+// then kept open, as an attacker's idle keep-alives are) hold only their
+// share (FOODSAFE_CLIENT_CONNECTION_SHARE, 10%: 20); the others are
+// refused with a 503 that names the setting, and a GET /health/live from
+// another address is answered. A trusted proxy's connections carry many
+// clients and have no share.
+func TestOneAddressCannotHoldEveryConnection(t *testing.T) {
+	t.Parallel()
+	addr, _ := servedApp(t, func(c *config.Config) {
+		c.MaxConnections = 200
+		require.NoError(t, c.TrustedProxies.UnmarshalText([]byte("127.0.0.3")))
+	})
+	statuses := map[int]int{}
+	var refusal problemDoc
+	for range 200 {
+		res := liveOn(t, dialFrom(t, "127.0.0.1", addr))
+		statuses[res.StatusCode]++
+		if res.StatusCode == http.StatusServiceUnavailable {
+			require.True(t, res.Close)
+			require.Equal(t, "1", res.Header.Get("Retry-After"))
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&refusal))
+		}
+	}
+	t.Logf("200 connections from one address: %v", statuses)
+	require.Equal(t, map[int]int{http.StatusOK: 20, http.StatusServiceUnavailable: 180}, statuses)
+	require.Equal(t, "/problems/dependency-unavailable", refusal.Type)
+	require.Contains(t, refusal.Detail, "FOODSAFE_CLIENT_CONNECTION_SHARE")
+
+	require.Equal(t, http.StatusOK, liveOn(t, dialFrom(t, "127.0.0.2", addr)).StatusCode, "another address is served")
+	for i := range 30 {
+		require.Equal(t, http.StatusOK, liveOn(t, dialFrom(t, "127.0.0.3", addr)).StatusCode, "the proxy's connection %d", i)
+	}
+}

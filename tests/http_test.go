@@ -206,7 +206,8 @@ func TestHeadWhereverGet(t *testing.T) {
 // connection is served again.
 func TestConnectionsOverTheCapAreRefused(t *testing.T) {
 	t.Parallel()
-	addr, logs := servedApp(t, func(c *config.Config) { c.MaxConnections = 3 })
+	// One client, with the whole cap as its share: the cap is what is tried.
+	addr, logs := servedApp(t, func(c *config.Config) { c.MaxConnections, c.ClientConnectionShare = 3, 100 })
 	var held []net.Conn
 	for range 3 {
 		conn, err := net.Dial("tcp", addr)

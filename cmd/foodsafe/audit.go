@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/foodsafe/foodsafe/internal/clientip"
 	"github.com/foodsafe/foodsafe/internal/cmdline"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -82,9 +83,9 @@ func printCounts(cmd *cobra.Command, st *store.Store, since time.Time, key strin
 	if err != nil {
 		return err
 	}
-	w := newTable(cmd.OutOrStdout(), "MINUTE\tCLIENT_IP\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tKEY\tREQUESTS")
+	w := newTable(cmd.OutOrStdout(), "MINUTE\tCLIENT\tMETHOD\tROUTE\tSTATUS\tOUTCOME\tKEY\tREQUESTS")
 	for _, c := range counts {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\n", c.Minute.UTC().Format(time.RFC3339), c.ClientIP, c.Method, c.Route,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\n", c.Minute.UTC().Format(time.RFC3339), clientip.Key(c.Client), c.Method, c.Route,
 			c.Status, dash(c.Outcome), dash(c.KeyPublicID), c.Requests)
 	}
 	return w.Flush()

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -123,7 +124,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (_
 	}
 	aw := audit.NewWriter(st.AuditInsert, log, audit.Options{
 		FlushInterval: cfg.AuditFlushInterval, BatchSize: cfg.AuditBatchSize, BufferSize: cfg.AuditBufferSize,
-		Metrics: m, Counts: st.AuditCountsAdd,
+		Metrics: m, Counts: st.AuditCountsAdd, MaxRows: cfg.AuditCountRows,
 	})
 	undo = append(undo, func() { _ = aw.Close(context.WithoutCancel(ctx)) })
 	m.WatchAuditBuffer(aw.Buffered)
@@ -238,12 +239,41 @@ func (a *App) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		ShutdownTimeout:   c.ShutdownTimeout,
 		Canned:            httpapi.CannedProblems(c.BaseURL, a.log),
 		MaxConns:          c.MaxConnections,
+		ClientConns:       clientConnections(c),
+		Client:            connectionClient(c),
 	}, a.log)
 	stopOps()
 	wg.Wait()
 	cctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	return errors.Join(err, opsErr, a.Close(cctx))
+}
+
+// clientConnections is the connections one client may hold open:
+// FOODSAFE_CLIENT_CONNECTION_SHARE percent of FOODSAFE_MAX_CONNECTIONS, at
+// least one; 0 (no share) without a cap or at 100 percent.
+func clientConnections(c config.Config) int {
+	if c.MaxConnections == 0 || c.ClientConnectionShare >= 100 {
+		return 0
+	}
+	return max(1, c.MaxConnections*c.ClientConnectionShare/100)
+}
+
+// connectionClient is the client a connection's peer is one of, for its
+// share of the connections: its prefix, or none for a trusted proxy (its
+// connections carry many clients, and the address forwarded is only
+// known once a request is read).
+func connectionClient(c config.Config) func(netip.Addr) (netip.Prefix, bool) {
+	prefixes := c.ClientPrefixes()
+	return func(a netip.Addr) (netip.Prefix, bool) {
+		a = a.Unmap()
+		for _, p := range c.TrustedProxies {
+			if p.Contains(a) {
+				return netip.Prefix{}, false
+			}
+		}
+		return prefixes.Of(a), true
+	}
 }
 
 // opsWriteTimeout bounds one answer of the operator listener.

@@ -9,6 +9,12 @@
 // new events are dropped and counted rather than blocking requests: the
 // service keeps serving, and the drop count is logged on every failed or
 // successful flush until it is reported.
+//
+// Counts are bounded in rows as well as in memory, whatever the number of
+// clients: each minute, the first Options.MaxRows-1 shapes written (the
+// heaviest first at each flush) keep their client, route and outcome by
+// name, and every other request of the minute is counted in one row of
+// the rest (RestShape). Nothing is dropped for it.
 package audit
 
 import (
@@ -16,6 +22,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +51,29 @@ type Event struct {
 // its text and puts its method in a closed set, so the shapes a client
 // can make are few.
 type Shape struct {
-	Minute      time.Time
-	ClientIP    netip.Addr
+	Minute time.Time
+	// Client is the client's address prefix (internal/clientip: an
+	// address, an IPv6 /64), so a client changing addresses within it is
+	// one client; invalid when no address was known.
+	Client      netip.Prefix
 	Method      string
 	Route       string
 	Status      int
 	Outcome     string
 	KeyPublicID string
 }
+
+// RestRoute is the route of a minute's row of the rest (RestShape).
+const RestRoute = "(others)"
+
+// RestShape is the shape of a minute's row of the rest: the requests of
+// that minute beyond its named rows (Options.MaxRows), from any client
+// (::/0), to any route.
+func RestShape(minute time.Time) Shape {
+	return Shape{Minute: minute, Client: netip.PrefixFrom(netip.IPv6Unspecified(), 0), Method: "other", Route: RestRoute}
+}
+
+func (s Shape) isRest() bool { return s == RestShape(s.Minute) }
 
 // ShapeCount is a shape with the number of requests counted under it.
 type ShapeCount struct {
@@ -81,8 +103,12 @@ type Options struct {
 	// Counts stores counted shapes; nil drops them.
 	Counts CountSink
 	// MaxShapes bounds the shapes held between flushes (default 10000);
-	// a request of a new shape beyond it is dropped and counted.
+	// a request of a new shape beyond it is counted in its minute's row
+	// of the rest.
 	MaxShapes int
+	// MaxRows bounds the rows of counts written per minute (default 100):
+	// MaxRows-1 named shapes and the row of the rest (RestShape).
+	MaxRows int
 }
 
 // Writer batches events to a Sink.
@@ -101,10 +127,19 @@ type Writer struct {
 	// the next tick instead of hammering an unavailable database.
 	failing bool
 
-	// shapes are the requests counted since the last flush of counts.
+	// shapes are the requests counted since the last flush of counts;
+	// rest, by minute, those of new shapes beyond MaxShapes.
 	smu    sync.Mutex
 	shapes map[Shape]int64
+	rest   map[time.Time]int64
+	// named are the shapes written by name, per minute, for the latest
+	// namedMinutes minutes; only the loop reads and writes it.
+	named map[time.Time]map[Shape]bool
 }
+
+// namedMinutes is how many minutes' named shapes are remembered: the
+// current one and those whose requests may still be ending.
+const namedMinutes = 3
 
 // NewWriter starts the background writer.
 func NewWriter(sink Sink, log *slog.Logger, o Options) *Writer {
@@ -119,6 +154,9 @@ func NewWriter(sink Sink, log *slog.Logger, o Options) *Writer {
 	}
 	if o.MaxShapes <= 0 {
 		o.MaxShapes = 10000
+	}
+	if o.MaxRows < 2 {
+		o.MaxRows = 100
 	}
 	w := &Writer{sink: sink, log: log, opts: o,
 		ch: make(chan Event, o.BufferSize), stop: make(chan struct{}), done: make(chan struct{})}
@@ -146,7 +184,10 @@ func (w *Writer) Count(s Shape) {
 	w.smu.Lock()
 	defer w.smu.Unlock()
 	if _, ok := w.shapes[s]; !ok && len(w.shapes) >= w.opts.MaxShapes {
-		w.opts.Metrics.AuditDropped(metrics.AuditShapesFull, 1)
+		if w.rest == nil {
+			w.rest = make(map[time.Time]int64)
+		}
+		w.rest[s.Minute]++
 		return
 	}
 	if w.shapes == nil {
@@ -170,17 +211,16 @@ func closedMethod(m string) string {
 // to what was counted since; beyond, they are dropped and counted.
 func (w *Writer) flushCounts() {
 	w.smu.Lock()
-	shapes := w.shapes
-	w.shapes = nil
+	shapes, rest := w.shapes, w.rest
+	w.shapes, w.rest = nil, nil
 	w.smu.Unlock()
-	if len(shapes) == 0 {
+	if len(shapes) == 0 && len(rest) == 0 {
 		return
 	}
-	rows := make([]ShapeCount, 0, len(shapes))
+	rows := w.rows(shapes, rest)
 	var requests int64
-	for s, n := range shapes {
-		rows = append(rows, ShapeCount{Shape: s, Requests: n})
-		requests += n
+	for _, r := range rows {
+		requests += r.Requests
 	}
 	var err error
 	if w.opts.Counts != nil {
@@ -194,18 +234,81 @@ func (w *Writer) flushCounts() {
 	}
 	w.smu.Lock()
 	defer w.smu.Unlock()
-	if errors.Is(err, ErrRejected) || len(w.shapes)+len(shapes) > w.opts.MaxShapes {
+	if errors.Is(err, ErrRejected) || len(w.shapes)+len(rows) > w.opts.MaxShapes {
 		w.opts.Metrics.AuditDropped(metrics.AuditBatchFailed, int(requests))
-		w.log.Error("audit counts not written; dropped", "shapes", len(shapes), "requests", requests, "error", err)
+		w.log.Error("audit counts not written; dropped", "shapes", len(rows), "requests", requests, "error", err)
 		return
 	}
-	w.log.Error("audit counts not written; will retry", "shapes", len(shapes), "error", err)
+	w.log.Error("audit counts not written; will retry", "shapes", len(rows), "error", err)
 	if w.shapes == nil {
-		w.shapes = make(map[Shape]int64, len(shapes))
+		w.shapes = make(map[Shape]int64, len(rows))
 	}
+	for _, r := range rows {
+		// Named shapes stay named in their minute; rows of the rest are
+		// the rest again.
+		w.shapes[r.Shape] += r.Requests
+	}
+}
+
+// rows are the rows a flush writes: each shape by name while its minute
+// has room for it (a shape once named stays named for the minute), the
+// heaviest first, and one row per minute of the rest.
+func (w *Writer) rows(shapes map[Shape]int64, rest map[time.Time]int64) []ShapeCount {
+	if rest == nil {
+		rest = make(map[time.Time]int64)
+	}
+	byMinute := map[time.Time][]ShapeCount{}
 	for s, n := range shapes {
-		w.shapes[s] += n
+		if s.isRest() {
+			rest[s.Minute] += n
+			continue
+		}
+		byMinute[s.Minute] = append(byMinute[s.Minute], ShapeCount{Shape: s, Requests: n})
 	}
+	rows := make([]ShapeCount, 0, len(shapes)+len(rest))
+	for m, counts := range byMinute {
+		sort.SliceStable(counts, func(i, j int) bool { return counts[i].Requests > counts[j].Requests })
+		named := w.namedIn(m)
+		for _, c := range counts {
+			if !named[c.Shape] {
+				if len(named) >= w.opts.MaxRows-1 {
+					rest[m] += c.Requests
+					continue
+				}
+				named[c.Shape] = true
+			}
+			rows = append(rows, c)
+		}
+	}
+	for m, n := range rest {
+		if n > 0 {
+			rows = append(rows, ShapeCount{Shape: RestShape(m), Requests: n})
+		}
+	}
+	return rows
+}
+
+// namedIn is the set of shapes named in minute m, forgetting the oldest
+// minute's beyond namedMinutes.
+func (w *Writer) namedIn(m time.Time) map[Shape]bool {
+	if set, ok := w.named[m]; ok {
+		return set
+	}
+	if w.named == nil {
+		w.named = make(map[time.Time]map[Shape]bool)
+	}
+	if len(w.named) >= namedMinutes {
+		var oldest time.Time
+		for k := range w.named {
+			if oldest.IsZero() || k.Before(oldest) {
+				oldest = k
+			}
+		}
+		delete(w.named, oldest)
+	}
+	set := make(map[Shape]bool)
+	w.named[m] = set
+	return set
 }
 
 // Buffered is the number of events held in memory and not yet written:

@@ -65,27 +65,91 @@ func TestNothingSecretIsWritten(t *testing.T) {
 }
 
 // Requests of one shape in one minute are one row; methods outside the
-// closed set are one shape; shapes beyond the bound are dropped, not held.
+// closed set are one shape; requests of new shapes beyond the shapes held
+// are counted in the row of the rest, not dropped.
 func TestCountsByShape(t *testing.T) {
 	t.Parallel()
 	s := &sink{}
 	w := newTestWriter(s, 3)
 	t0 := time.Date(2030, 1, 1, 10, 0, 5, 0, time.UTC)
-	ip := netip.MustParseAddr("203.0.113.5")
+	ip := netip.MustParsePrefix("203.0.113.5/32")
 	for i := range 100 {
-		w.Count(Shape{Minute: t0.Add(time.Duration(i) * 500 * time.Millisecond), ClientIP: ip, Method: "GET", Route: "/v1/restaurants", Status: 429})
+		w.Count(Shape{Minute: t0.Add(time.Duration(i) * 500 * time.Millisecond), Client: ip, Method: "GET", Route: "/v1/restaurants", Status: 429})
 	}
-	w.Count(Shape{Minute: t0.Add(55 * time.Second), ClientIP: ip, Method: "GET", Route: "/v1/restaurants", Status: 429})
+	w.Count(Shape{Minute: t0.Add(55 * time.Second), Client: ip, Method: "GET", Route: "/v1/restaurants", Status: 429})
 	for _, m := range []string{"BREW", "PROPFIND", "fsk_x"} {
-		w.Count(Shape{Minute: t0, ClientIP: ip, Method: m, Route: "(unmatched)", Status: 404})
+		w.Count(Shape{Minute: t0, Client: ip, Method: m, Route: "(unmatched)", Status: 404})
 	}
-	w.Count(Shape{Minute: t0, ClientIP: ip, Method: "GET", Route: "/docs", Status: 200}) // a fourth shape: over the bound
+	w.Count(Shape{Minute: t0, Client: ip, Method: "GET", Route: "/docs", Status: 200}) // a fourth shape: over the bound
 	require.NoError(t, w.Close(context.Background()))
 	got := map[string]int64{}
 	for _, c := range s.counts {
 		got[c.Minute.Format("15:04")+" "+c.Method+" "+c.Route] = c.Requests
 	}
-	require.Equal(t, map[string]int64{"10:00 GET /v1/restaurants": 100, "10:01 GET /v1/restaurants": 1, "10:00 other (unmatched)": 3}, got)
+	require.Equal(t, map[string]int64{"10:00 GET /v1/restaurants": 100, "10:01 GET /v1/restaurants": 1, "10:00 other (unmatched)": 3,
+		"10:00 other (others)": 1}, got)
+}
+
+// However many clients a minute hears from, it gets at most MaxRows rows:
+// the heaviest shapes by name, and every other request counted in one row
+// of the rest; a shape named in a minute stays named in later flushes of
+// that minute, and a new one finds no room. No request is lost.
+func TestCountsAreBoundedInRowsPerMinute(t *testing.T) {
+	t.Parallel()
+	s := &sink{}
+	w := NewWriter(s.record, slog.New(slog.DiscardHandler), Options{FlushInterval: time.Hour, Counts: s.count, MaxRows: 10})
+	minute := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
+	client := func(i int) netip.Prefix {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)}), 32)
+	}
+	shape := func(i int) Shape {
+		return Shape{Minute: minute, Client: client(i), Method: "GET", Route: "/v1/changes", Status: 401, Outcome: "unknown"}
+	}
+	heavy := Shape{Minute: minute, Client: netip.MustParsePrefix("2001:db8:1:2::/64"), Method: "GET", Route: "/v1/changes", Status: 429,
+		Outcome: "rate-limited"}
+	for range 5 {
+		w.Count(heavy)
+	}
+	for i := range 200 {
+		w.Count(shape(i))
+	}
+	w.flushCounts()
+	rows := map[Shape]int64{}
+	var total int64
+	for _, c := range s.counts {
+		rows[c.Shape] = c.Requests
+		total += c.Requests
+	}
+	require.Len(t, rows, 10, "nine shapes by name and the rest")
+	require.Equal(t, int64(205), total, "every request counted")
+	require.Equal(t, int64(5), rows[heavy], "the heaviest keeps its name")
+	require.Equal(t, int64(200-8), rows[RestShape(minute)])
+
+	named := 0
+	for i := range 200 {
+		if _, ok := rows[shape(i)]; ok {
+			named++
+			w.Count(shape(i)) // named: stays named
+		}
+	}
+	require.Equal(t, 8, named)
+	w.Count(Shape{Minute: minute, Client: client(999), Method: "GET", Route: "/docs", Status: 200}) // new: the rest
+	s.counts = nil
+	w.flushCounts()
+	second := map[Shape]int64{}
+	for _, c := range s.counts {
+		second[c.Shape] = c.Requests
+	}
+	require.Len(t, second, 9)
+	require.Equal(t, int64(1), second[RestShape(minute)])
+
+	// The next minute has room again.
+	s.counts = nil
+	next := shape(500)
+	next.Minute = minute.Add(time.Minute)
+	w.Count(next)
+	require.NoError(t, w.Close(context.Background()))
+	require.Equal(t, []ShapeCount{{Shape: next, Requests: 1}}, s.counts)
 }
 
 // Counts that could not be written are kept and added to the next flush;

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/foodsafe/foodsafe/internal/clientip"
 )
 
 // Config is the whole runtime configuration of the foodsafe binary.
@@ -56,6 +58,10 @@ type Config struct {
 	// connections meets a clear refusal rather than the process's file
 	// descriptor limit.
 	MaxConnections int `env:"FOODSAFE_MAX_CONNECTIONS" envDefault:"4096" desc:"Connections the API listener holds open at once; beyond, a new connection is answered 503 dependency-unavailable with Retry-After and closed, unread. Keep it under the process's file descriptor limit. 0: no cap."`
+	// ClientConnectionShare is the part of MaxConnections one client (an
+	// address prefix, ClientPrefixIPv4/IPv6) may hold, so that one address
+	// cannot take every connection and lock the others out.
+	ClientConnectionShare int `env:"FOODSAFE_CLIENT_CONNECTION_SHARE" envDefault:"10" desc:"Percent of FOODSAFE_MAX_CONNECTIONS one client (an address, an IPv6 /64: FOODSAFE_CLIENT_PREFIX_IPV4 and FOODSAFE_CLIENT_PREFIX_IPV6) may hold open at once (10: 409 of 4096); beyond, its new connection is answered 503 dependency-unavailable with Retry-After and closed, unread, while other clients are served. Connections from FOODSAFE_TRUSTED_PROXIES carry many clients and have no share. 100: no share but the cap."`
 	// ReadyTimeout bounds the database probe of /health/ready.
 	ReadyTimeout time.Duration `env:"FOODSAFE_READY_TIMEOUT" envDefault:"2s" desc:"Budget of each probe (database, file store) behind /health/ready."`
 
@@ -72,6 +78,11 @@ type Config struct {
 	// X-Forwarded-For is believed: the client IP (per-IP budget, audit,
 	// logs) is then the last address in it that is not one of them.
 	TrustedProxies Prefixes `env:"FOODSAFE_TRUSTED_PROXIES" desc:"Comma-separated CIDRs (or addresses) of the proxies in front of the service, e.g. a load balancer's subnet: a request arriving from one of them is attributed to the address its X-Forwarded-For names (the last one that is not a trusted proxy), for the per-IP budget, the audit trail and the logs. Unset: forwarded headers are ignored and the client IP is the connection's peer."`
+	// ClientPrefixIPv4 and ClientPrefixIPv6 are the prefix lengths that
+	// make one client (internal/clientip): an IPv6 subscriber holds a whole
+	// /64 and may use a new address of it for every request.
+	ClientPrefixIPv4 int `env:"FOODSAFE_CLIENT_PREFIX_IPV4" envDefault:"32" desc:"Prefix length that makes one IPv4 client (8 to 32): addresses in one such prefix share one per-IP budget, one connection share and their audit_counts rows. 32: each address is a client."`
+	ClientPrefixIPv6 int `env:"FOODSAFE_CLIENT_PREFIX_IPV6" envDefault:"64" desc:"Prefix length that makes one IPv6 client (16 to 128): addresses in one such prefix share one per-IP budget, one connection share and their audit_counts rows. 64: a subscriber's /64, whose addresses it may change at will; 56 or 48 where providers hand out those."`
 	// RedisURL, when set, shares rate-limit budgets between processes.
 	RedisURL string `env:"REDIS_URL" desc:"e.g. redis://127.0.0.1:6379/0; when set, all server processes share rate-limit budgets through Redis. Unset, each process counts its own."`
 	// RedisPrefix namespaces the limiter's Redis keys.
@@ -140,6 +151,9 @@ type Config struct {
 	AuditFlushInterval time.Duration `env:"FOODSAFE_AUDIT_FLUSH_INTERVAL" envDefault:"1s" desc:"Longest time an audit event waits in memory before it is written."`
 	// AuditBatchSize flushes early once this many events are queued.
 	AuditBatchSize int `env:"FOODSAFE_AUDIT_BATCH_SIZE" envDefault:"500" desc:"Audit events written per COPY."`
+	// AuditCountRows bounds the audit_counts rows one server adds per
+	// minute, however many clients it heard from.
+	AuditCountRows int `env:"FOODSAFE_AUDIT_COUNT_ROWS" envDefault:"100" desc:"audit_counts rows one server adds per minute, at most (2 or more): the shapes of that minute written first, heaviest first at each flush, keep their client, route and outcome by name; the rest of the minute's requests are counted together in one row (client ::/0, route (others)). Requests are never dropped for it."`
 	// AuditBufferSize bounds queued events; beyond it events are dropped
 	// (and the drop is logged) instead of blocking requests.
 	AuditBufferSize int `env:"FOODSAFE_AUDIT_BUFFER_SIZE" envDefault:"10000" desc:"Audit events held in memory at most; beyond it new events are dropped and the drop is logged."`
@@ -171,6 +185,9 @@ func LoadFrom(environ map[string]string) (Config, error) {
 	if _, set := environ["FOODSAFE_METRICS_ADDR"]; !set {
 		c.MetricsAddr = DefaultMetricsAddr
 	}
+	if err := c.ClientPrefixes().Check(); err != nil {
+		return Config{}, fmt.Errorf("configuration: FOODSAFE_CLIENT_PREFIX_IPV4, FOODSAFE_CLIENT_PREFIX_IPV6: %w", err)
+	}
 	if err := c.check(); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
@@ -186,6 +203,10 @@ func (c Config) check() error {
 		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
 	case c.MaxConnections < 0:
 		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
+	case c.ClientConnectionShare < 1 || c.ClientConnectionShare > 100:
+		return errors.New("FOODSAFE_CLIENT_CONNECTION_SHARE is a percent: 1 to 100")
+	case c.AuditCountRows < 2:
+		return errors.New("FOODSAFE_AUDIT_COUNT_ROWS must be at least 2: one named shape and the row of the rest")
 	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
@@ -198,6 +219,11 @@ func (c Config) check() error {
 			time.Duration(c.CompactAfter), c.CursorTTL)
 	}
 	return nil
+}
+
+// ClientPrefixes are the prefix lengths that make one client.
+func (c Config) ClientPrefixes() clientip.Prefixes {
+	return clientip.Prefixes{IPv4: c.ClientPrefixIPv4, IPv6: c.ClientPrefixIPv6}
 }
 
 // Days is a duration that may also be written in whole days ("400d"),

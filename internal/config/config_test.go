@@ -140,3 +140,30 @@ func TestConnectionDefaults(t *testing.T) {
 		t.Errorf("header timeout %s, idle timeout %s, connections %d", c.ReadHeaderTimeout, c.IdleTimeout, c.MaxConnections)
 	}
 }
+
+// A client is an IPv4 address and an IPv6 /64 unless set otherwise; lengths
+// no client has, a connection share that is no percent and a row bound
+// without room for a named row are refused at start-up.
+func TestClientSettings(t *testing.T) {
+	c, err := LoadFrom(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.ClientPrefixes(); p.IPv4 != 32 || p.IPv6 != 64 || c.ClientConnectionShare < 1 || c.ClientConnectionShare > 100 {
+		t.Errorf("prefixes %+v, share %d", p, c.ClientConnectionShare)
+	}
+	for _, env := range []map[string]string{
+		{"FOODSAFE_CLIENT_PREFIX_IPV4": "7"}, {"FOODSAFE_CLIENT_PREFIX_IPV4": "33"},
+		{"FOODSAFE_CLIENT_PREFIX_IPV6": "15"}, {"FOODSAFE_CLIENT_PREFIX_IPV6": "129"},
+		{"FOODSAFE_CLIENT_CONNECTION_SHARE": "0"}, {"FOODSAFE_CLIENT_CONNECTION_SHARE": "101"},
+		{"FOODSAFE_AUDIT_COUNT_ROWS": "1"},
+	} {
+		if _, err := LoadFrom(env); err == nil {
+			t.Errorf("%v accepted", env)
+		}
+	}
+	if _, err := LoadFrom(map[string]string{"FOODSAFE_CLIENT_PREFIX_IPV4": "24", "FOODSAFE_CLIENT_PREFIX_IPV6": "48",
+		"FOODSAFE_CLIENT_CONNECTION_SHARE": "100", "FOODSAFE_AUDIT_COUNT_ROWS": "2"}); err != nil {
+		t.Error(err)
+	}
+}

@@ -115,7 +115,7 @@ func New(d Deps) (*gin.Engine, error) {
 	if a.metrics != nil {
 		e.Use(a.instrument)
 	}
-	e.Use(withRequestID)
+	e.Use(a.identifyClient, withRequestID)
 	if d.Traced {
 		e.Use(a.traceRequest)
 	}

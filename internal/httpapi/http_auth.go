@@ -38,7 +38,7 @@ func (a *API) authenticate(c *gin.Context) {
 		if r.publicID != "" {
 			logKeyIDKey.set(c, r.publicID)
 		}
-		if !a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
+		if !a.limitBy(c, metrics.BucketIP, clientBucket(c)) {
 			return
 		}
 		c.Header("WWW-Authenticate", wwwAuthenticate(r.reason))

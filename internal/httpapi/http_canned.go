@@ -73,6 +73,8 @@ func CannedProblems(configuredBaseURL string, log *slog.Logger) server.CannedRen
 // cannedDetail says what net/http refused, in the spec's terms.
 func cannedDetail(cn server.Canned) string {
 	switch {
+	case cn.OverShare:
+		return "This client (its address, or its IPv6 /64) holds its share of the server's connections and this one was not read (FOODSAFE_CLIENT_CONNECTION_SHARE); reuse the connections it holds, or close some, and retry with backoff."
 	case cn.Overloaded:
 		return "The server holds its most connections at once and did not read this request (FOODSAFE_MAX_CONNECTIONS); retry with backoff."
 	case cn.Status == http.StatusRequestHeaderFieldsTooLarge:

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -120,7 +119,7 @@ func (a *API) accessLog(c *gin.Context) {
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 		slog.Int("bytes", c.Writer.Size()),
-		slog.String("client_ip", c.ClientIP()),
+		slog.String("client_ip", clientAddr(c)),
 	)
 	attrs = append(attrs, a.logAttrsFromContext(c)...)
 	a.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
@@ -172,17 +171,14 @@ func (a *API) auditTrail(c *gin.Context) {
 	if strings.HasPrefix(route, "/health/") && status < 400 {
 		return
 	}
-	var ip netip.Addr
-	if addr, err := netip.ParseAddr(c.ClientIP()); err == nil {
-		ip = addr
-	}
+	who := clientKey.value(c)
 	outcome := auditOutcomeKey.value(c)
 	if byShape(c, route, status) {
 		key := logKeyIDKey.value(c)
 		if outcome == string(auth.ReasonUnknown) {
 			key = "" // an id that names no key: one shape per guess otherwise
 		}
-		a.audit.Count(audit.Shape{Minute: a.now(), ClientIP: ip, Method: c.Request.Method, Route: route,
+		a.audit.Count(audit.Shape{Minute: a.now(), Client: who.prefix, Method: c.Request.Method, Route: route,
 			Status: status, Outcome: outcome, KeyPublicID: key})
 		return
 	}
@@ -195,7 +191,7 @@ func (a *API) auditTrail(c *gin.Context) {
 		RestaurantID: storableText(redact.Secrets(cmp.Or(c.Param("restaurantId"), auditRestaurantKey.value(c))), 200),
 		KeyPublicID:  logKeyIDKey.value(c),
 		Outcome:      outcome,
-		ClientIP:     ip,
+		ClientIP:     who.addr,
 	})
 }
 

@@ -13,9 +13,10 @@ import (
 	"github.com/foodsafe/foodsafe/internal/ratelimit"
 )
 
-// limitOpen limits unauthenticated routes per client IP.
+// limitOpen limits unauthenticated routes per client (an address, an
+// IPv6 /64: clientBucket).
 func (a *API) limitOpen(c *gin.Context) {
-	if a.limitBy(c, metrics.BucketIP, c.ClientIP()) {
+	if a.limitBy(c, metrics.BucketIP, clientBucket(c)) {
 		c.Next()
 	}
 }
@@ -37,7 +38,7 @@ func (a *API) limitBy(c *gin.Context, bucket metrics.Bucket, id string) bool {
 // would waste (a key lookup): the state of a spent budget, nil while a
 // request is left. Nothing is counted.
 func (a *API) spentIP(ctx context.Context, c *gin.Context) *ratelimit.Result {
-	if res := a.limiter.Spent(ctx, string(metrics.BucketIP)+":"+c.ClientIP()); res.Reached {
+	if res := a.limiter.Spent(ctx, string(metrics.BucketIP)+":"+clientBucket(c)); res.Reached {
 		return &res
 	}
 	return nil

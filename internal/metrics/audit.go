@@ -17,9 +17,6 @@ const (
 	// for a retry (the database refused its data, or the retry would not
 	// fit the buffer).
 	AuditBatchFailed AuditDrop = "batch-failed"
-	// AuditShapesFull: a request audited by shape found the shapes held
-	// between two flushes at their limit, its own not among them.
-	AuditShapesFull AuditDrop = "shapes-full"
 )
 
 type auditFamilies struct {
@@ -37,10 +34,10 @@ func (f *auditFamilies) init(reg *prometheus.Registry) {
 	}))
 	dropped := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "audit", Name: "events_dropped_total",
-		Help: "Audit events lost, by reason (buffer-full, batch-failed, shapes-full); requests audited by shape count one each.",
+		Help: "Audit events lost, by reason (buffer-full, batch-failed); requests audited by shape count one each.",
 	}, []string{"reason"}))
 	f.dropped = map[AuditDrop]prometheus.Counter{}
-	for _, r := range []AuditDrop{AuditBufferFull, AuditBatchFailed, AuditShapesFull} {
+	for _, r := range []AuditDrop{AuditBufferFull, AuditBatchFailed} {
 		f.dropped[r] = dropped.WithLabelValues(string(r))
 	}
 	f.counted = register(reg, prometheus.NewCounter(prometheus.CounterOpts{

@@ -21,9 +21,10 @@ type Canned struct {
 	// Head is what the connection read of the request.
 	Head RequestHead
 	// Overloaded: the connection was refused unread, the server holding
-	// its most connections (Options.MaxConns).
-	Overloaded    bool
-	Local, Remote net.Addr
+	// its most connections (Options.MaxConns), or, with OverShare, its
+	// client holding its share of them (Options.ClientConns).
+	Overloaded, OverShare bool
+	Local, Remote         net.Addr
 }
 
 // Answer is a canned answer in the service's terms: its headers (the

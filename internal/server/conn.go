@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type conn struct {
 	// cleared when the connection goes idle.
 	inHandler atomic.Bool
 	closeOnce sync.Once
+	// client holds the connection's place in its client's share (shares).
+	client netip.Prefix
 
 	mu   sync.Mutex
 	head headScanner
@@ -86,7 +89,10 @@ func (c *conn) CloseWrite() error {
 }
 
 func (c *conn) Close() error {
-	c.closeOnce.Do(func() { c.l.open.Add(-1) })
+	c.closeOnce.Do(func() {
+		c.l.open.Add(-1)
+		c.l.shares.release(c.client)
+	})
 	return c.Conn.Close()
 }
 
@@ -117,12 +123,14 @@ func connState(nc net.Conn, s http.ConnState) {
 }
 
 // listener wraps every accepted connection in a conn, and refuses
-// connections beyond max open at once (0: no cap).
+// connections beyond max open at once (0: no cap) and beyond a client's
+// share (shares).
 type listener struct {
 	net.Listener
 	render CannedRenderer
 	max    int64
 	open   atomic.Int64
+	shares *shares
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -133,23 +141,29 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		if n := l.open.Add(1); l.max > 0 && n > l.max {
 			l.open.Add(-1)
-			l.refuse(nc)
+			l.refuse(nc, false)
 			continue
 		}
-		return &conn{Conn: nc, l: l}, nil
+		client, ok := l.shares.take(nc.RemoteAddr())
+		if !ok {
+			l.open.Add(-1)
+			l.refuse(nc, true)
+			continue
+		}
+		return &conn{Conn: nc, l: l, client: client}, nil
 	}
 }
 
-// refuse answers a connection over the cap with a 503 and closes it, on
-// a goroutine of its own (a client that does not read must not hold up
-// Accept), within refuseTimeout.
-func (l *listener) refuse(nc net.Conn) {
+// refuse answers a connection over the cap, or over its client's share,
+// with a 503 and closes it, on a goroutine of its own (a client that does
+// not read must not hold up Accept), within refuseTimeout.
+func (l *listener) refuse(nc net.Conn, share bool) {
 	go func() {
 		defer nc.Close()
 		_ = nc.SetDeadline(time.Now().Add(refuseTimeout))
 		if l.render != nil {
 			_, _ = nc.Write(cannedResponse(http.StatusServiceUnavailable, l.render(Canned{Status: http.StatusServiceUnavailable,
-				Overloaded: true, Local: nc.LocalAddr(), Remote: nc.RemoteAddr()})))
+				Overloaded: true, OverShare: share, Local: nc.LocalAddr(), Remote: nc.RemoteAddr()})))
 		}
 		// Closed only once the client has had the answer: closing with its
 		// request unread would reset the connection, and could lose it.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -29,6 +30,15 @@ type Options struct {
 	// MaxConns caps the connections open at once; beyond it a new one is
 	// answered 503 (Canned) and closed. 0: no cap.
 	MaxConns int
+	// ClientConns caps the connections one client holds open at once, so
+	// that one address cannot take all MaxConns and lock the others out;
+	// beyond it a new connection of that client is answered 503 (Canned)
+	// and closed. 0: no cap but MaxConns.
+	ClientConns int
+	// Client is the client a connection's peer address is one of (its
+	// prefix, internal/clientip); ok is false for a peer that has no share
+	// (a trusted proxy, whose connections carry many clients).
+	Client func(netip.Addr) (client netip.Prefix, ok bool)
 }
 
 // Serve answers on ln until ctx is cancelled, then stops accepting, lets
@@ -48,7 +58,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		ConnContext:       connContext,
 		ConnState:         connState,
 	}
-	ln = &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns)}
+	ln = &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns), shares: newShares(o.ClientConns, o.Client)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())

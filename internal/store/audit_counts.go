@@ -20,12 +20,12 @@ import (
 func (s *Store) AuditCountsAdd(ctx context.Context, counts []audit.ShapeCount) error {
 	var p db.AuditCountsAddParams
 	for _, c := range counts {
-		ip := c.ClientIP
-		if !ip.IsValid() {
-			ip = netip.IPv6Unspecified()
+		client := c.Client
+		if !client.IsValid() {
+			client = netip.PrefixFrom(netip.IPv6Unspecified(), 128)
 		}
 		p.Minutes = append(p.Minutes, c.Minute)
-		p.ClientIps = append(p.ClientIps, ip)
+		p.Clients = append(p.Clients, client.String())
 		p.Methods = append(p.Methods, c.Method)
 		p.Routes = append(p.Routes, c.Route)
 		p.Statuses = append(p.Statuses, int16(c.Status))
@@ -65,7 +65,7 @@ func (s *Store) AuditCountsRecent(ctx context.Context, since time.Time, keyPubli
 	}
 	out := make([]audit.ShapeCount, len(rows))
 	for i, r := range rows {
-		out[i] = audit.ShapeCount{Shape: audit.Shape{Minute: r.Minute, ClientIP: r.ClientIp, Method: r.Method, Route: r.Route,
+		out[i] = audit.ShapeCount{Shape: audit.Shape{Minute: r.Minute, Client: r.ClientIp, Method: r.Method, Route: r.Route,
 			Status: int(r.Status), Outcome: r.Outcome, KeyPublicID: r.KeyPublicID}, Requests: r.Requests}
 	}
 	return out, nil

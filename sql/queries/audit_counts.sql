@@ -2,9 +2,11 @@
 -- Serves the audit writer: one flush of requests audited by shape (at most
 -- one a second per server), each row added to the row of the same shape
 -- that another flush or server wrote. audit_counts_pkey (the conflict
--- target); the caller sends each shape once per statement.
+-- target); the caller sends each shape once per statement. Clients are
+-- address prefixes in CIDR form (203.0.113.5/32, 2001:db8:1:2::/64,
+-- ::/0 for the row of the rest).
 INSERT INTO audit_counts (minute, client_ip, method, route, status, outcome, key_public_id, requests)
-SELECT unnest(sqlc.arg(minutes)::timestamptz[]), unnest(sqlc.arg(client_ips)::inet[]), unnest(sqlc.arg(methods)::text[]),
+SELECT unnest(sqlc.arg(minutes)::timestamptz[]), unnest(sqlc.arg(clients)::text[])::inet, unnest(sqlc.arg(methods)::text[]),
        unnest(sqlc.arg(routes)::text[]), unnest(sqlc.arg(statuses)::smallint[]), unnest(sqlc.arg(outcomes)::text[]),
        unnest(sqlc.arg(key_public_ids)::text[]), unnest(sqlc.arg(requests)::bigint[])
 ON CONFLICT (minute, client_ip, method, route, status, outcome, key_public_id)

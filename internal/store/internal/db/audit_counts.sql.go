@@ -7,13 +7,12 @@ package db
 
 import (
 	"context"
-	"net/netip"
 	"time"
 )
 
 const AuditCountsAdd = `-- name: AuditCountsAdd :exec
 INSERT INTO audit_counts (minute, client_ip, method, route, status, outcome, key_public_id, requests)
-SELECT unnest($1::timestamptz[]), unnest($2::inet[]), unnest($3::text[]),
+SELECT unnest($1::timestamptz[]), unnest($2::text[])::inet, unnest($3::text[]),
        unnest($4::text[]), unnest($5::smallint[]), unnest($6::text[]),
        unnest($7::text[]), unnest($8::bigint[])
 ON CONFLICT (minute, client_ip, method, route, status, outcome, key_public_id)
@@ -22,7 +21,7 @@ DO UPDATE SET requests = audit_counts.requests + EXCLUDED.requests
 
 type AuditCountsAddParams struct {
 	Minutes      []time.Time
-	ClientIps    []netip.Addr
+	Clients      []string
 	Methods      []string
 	Routes       []string
 	Statuses     []int16
@@ -34,11 +33,13 @@ type AuditCountsAddParams struct {
 // Serves the audit writer: one flush of requests audited by shape (at most
 // one a second per server), each row added to the row of the same shape
 // that another flush or server wrote. audit_counts_pkey (the conflict
-// target); the caller sends each shape once per statement.
+// target); the caller sends each shape once per statement. Clients are
+// address prefixes in CIDR form (203.0.113.5/32, 2001:db8:1:2::/64,
+// ::/0 for the row of the rest).
 func (q *Queries) AuditCountsAdd(ctx context.Context, arg AuditCountsAddParams) error {
 	_, err := q.db.Exec(ctx, AuditCountsAdd,
 		arg.Minutes,
-		arg.ClientIps,
+		arg.Clients,
 		arg.Methods,
 		arg.Routes,
 		arg.Statuses,

@@ -41,16 +41,17 @@ type AssetUpload struct {
 	MutationID string
 }
 
-// Requests audited by shape: refused before authentication, rate limited, unmatched, documentation, refused downloads. One row per minute, client IP, method, route, status, outcome and key, with the number of requests; servers add to it. Partitioned by day of minute (UTC): audit_counts_pYYYYMMDD, created and dropped with audit_events's partitions. Never holds secrets.
+// Requests audited by shape: refused before authentication, rate limited, unmatched, documentation, refused downloads. One row per minute, client (address prefix), method, route, status, outcome and key, with the number of requests; servers add to it. Each server adds at most FOODSAFE_AUDIT_COUNT_ROWS rows a minute: beyond, the minute's requests are counted in one row of the rest (client ::/0, route "(others)"). Partitioned by day of minute (UTC): audit_counts_pYYYYMMDD, created and dropped with audit_events's partitions. Never holds secrets.
 type AuditCount struct {
 	// The minute (UTC) the requests ended in.
 	Minute time.Time
-	// The client address (behind FOODSAFE_TRUSTED_PROXIES, the one they forwarded); :: when none was known.
-	ClientIp netip.Addr
+	// The client: its address prefix (FOODSAFE_CLIENT_PREFIX_IPV4, _IPV6; an IPv4 address, an IPv6 /64 by default), behind FOODSAFE_TRUSTED_PROXIES of the address they forwarded; ::/128 when none was known; ::/0 in the row of the rest.
+	ClientIp netip.Prefix
 	// GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS; other for any other method.
 	Method string
-	// Route template in the OpenAPI document's form, "(unmatched)" for unknown paths.
-	Route  string
+	// Route template in the OpenAPI document's form, "(unmatched)" for unknown paths, "(others)" in the row of the rest.
+	Route string
+	// The answer's status; 0 in the row of the rest.
 	Status int16
 	// Why the requests were refused (missing, malformed, unknown, revoked, expired, no-grants, rate-limited), empty otherwise.
 	Outcome string
