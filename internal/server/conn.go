@@ -33,6 +33,11 @@ type conn struct {
 	// inHandler is set when the outermost handler takes a request and
 	// cleared when the connection goes idle.
 	inHandler atomic.Bool
+	// answered says something was written since the connection was last
+	// idle: closing it now may hang up on a client still sending the
+	// request that answer refused (linger).
+	answered  atomic.Bool
+	closing   atomic.Bool
 	closeOnce sync.Once
 	// client holds the connection's place in its client's share (shares).
 	client netip.Prefix
@@ -57,6 +62,7 @@ func (c *conn) Read(p []byte) (int, error) {
 // (written between handlers, in a single call, before net/http closes the
 // connection), which it replaces whole.
 func (c *conn) Write(p []byte) (int, error) {
+	c.answered.Store(true)
 	if c.inHandler.Load() || c.l.render == nil {
 		return c.Conn.Write(p)
 	}
@@ -77,7 +83,10 @@ func (c *conn) Write(p []byte) (int, error) {
 
 // ReadFrom keeps the kernel's sendfile path for file downloads (net/http
 // uses it when the connection offers it); only handlers write this way.
-func (c *conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	c.answered.Store(true)
+	return io.Copy(c.Conn, r)
+}
 
 // CloseWrite keeps the half-close net/http does before hanging up on a
 // client that is still sending.
@@ -88,12 +97,66 @@ func (c *conn) CloseWrite() error {
 	return nil
 }
 
+// Close closes the connection, gracefully when an answer was written
+// since it was last idle (linger): net/http closes a connection whose
+// request it refused unread (413, 401 before the body) while the client
+// may still be sending it, and a close with unread bytes resets the
+// connection, which can destroy the answer before the client reads it.
 func (c *conn) Close() error {
+	if c.closing.Swap(true) {
+		return nil
+	}
+	if c.answered.Load() && c.l.linger(c) {
+		return nil
+	}
+	return c.close()
+}
+
+// close closes the connection now, and gives back its places.
+func (c *conn) close() error {
 	c.closeOnce.Do(func() {
 		c.l.open.Add(-1)
 		c.l.shares.release(c.client)
+		c.l.forget(c)
 	})
 	return c.Conn.Close()
+}
+
+// A lingering close, as nginx's lingering_close: the answer is followed by
+// a half-close (FIN: the client reads the answer, then the end), and what
+// the client still sends is read and discarded until it closes its side,
+// for at most lingerTime in all and lingerTimeout without a byte, so the
+// connection is never reset under an answer the client has not read. A
+// lingering connection keeps its place under the caps until it closes.
+const (
+	lingerTime    = 30 * time.Second
+	lingerTimeout = 5 * time.Second
+)
+
+// drainBuffers hold what a lingering connection reads and discards.
+var drainBuffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// drain is the lingering close of c.
+func (c *conn) drain() {
+	defer func() { _ = c.close() }()
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	buf := drainBuffers.Get().(*[32 << 10]byte)
+	defer drainBuffers.Put(buf)
+	end := time.Now().Add(lingerTime)
+	for {
+		dl := time.Now().Add(lingerTimeout)
+		if dl.After(end) {
+			dl = end
+		}
+		if c.Conn.SetReadDeadline(dl) != nil {
+			return
+		}
+		if _, err := c.Conn.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // enter marks the request's connection as in its handler, and returns the
@@ -119,6 +182,7 @@ func connState(nc net.Conn, s http.ConnState) {
 	c.mu.Lock()
 	c.head.reset()
 	c.mu.Unlock()
+	c.answered.Store(false)
 	c.inHandler.Store(false)
 }
 
@@ -131,6 +195,48 @@ type listener struct {
 	max    int64
 	open   atomic.Int64
 	shares *shares
+
+	// lingering are the connections closing gracefully (conn.drain);
+	// once stopped, none starts and those left are closed.
+	mu        sync.Mutex
+	lingering map[*conn]struct{}
+	stopped   bool
+}
+
+// linger starts c's lingering close, unless the server has stopped.
+func (l *listener) linger(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	if l.lingering == nil {
+		l.lingering = make(map[*conn]struct{})
+	}
+	l.lingering[c] = struct{}{}
+	go c.drain()
+	return true
+}
+
+func (l *listener) forget(c *conn) {
+	l.mu.Lock()
+	delete(l.lingering, c)
+	l.mu.Unlock()
+}
+
+// stopLingering closes the connections still lingering when the server
+// stops: it returns with nothing of the server left running.
+func (l *listener) stopLingering() {
+	l.mu.Lock()
+	l.stopped = true
+	left := make([]*conn, 0, len(l.lingering))
+	for c := range l.lingering {
+		left = append(left, c)
+	}
+	l.mu.Unlock()
+	for _, c := range left {
+		_ = c.Conn.Close()
+	}
 }
 
 func (l *listener) Accept() (net.Conn, error) {

@@ -58,7 +58,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		ConnContext:       connContext,
 		ConnState:         connState,
 	}
-	ln = &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns), shares: newShares(o.ClientConns, o.Client)}
+	lst := &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns), shares: newShares(o.ClientConns, o.Client)}
+	defer lst.stopLingering()
+	ln = lst
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())
