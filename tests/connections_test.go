@@ -64,31 +64,61 @@ func TestSlowBodiesAreRefusedAtOnce(t *testing.T) {
 }
 
 // A request with both Content-Length and Transfer-Encoding is answered
-// 400 and its connection closed (RFC 9112 6.3): what follows on the
-// connection is never read as a request.
+// 400 and its connection closed (RFC 9112 6.3), wherever it stands among
+// requests pipelined on the connection (read with the ones before it,
+// while they are in their handlers): what follows on the connection is
+// never read as a request.
 func TestContentLengthWithTransferEncodingIsRefused(t *testing.T) {
 	t.Parallel()
 	addr, _ := servedApp(t)
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /v1/mobile/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"+
-		"X-Request-ID: smuggle\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	br := bufio.NewReader(conn)
-	res, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusBadRequest, res.StatusCode)
-	require.True(t, res.Close)
-	var p problemDoc
-	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
-	require.Equal(t, "/problems/invalid-request", p.Type)
-	require.Contains(t, p.Detail, "both Content-Length and Transfer-Encoding")
-	require.Equal(t, "smuggle", p.RequestID)
-	_, err = http.ReadResponse(br, nil)
-	require.Error(t, err, "nothing more is answered on the connection")
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the connection is closed")
+	const (
+		smuggle = "POST /v1/mobile/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n" +
+			"X-Request-ID: smuggle\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+		live = "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+		// A body that reads like a request with both framings: it is a
+		// body, and the request after it is the one refused.
+		withBody = "GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 67\r\n\r\n" +
+			"POST /x HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+	)
+	for name, tc := range map[string]struct {
+		before []int // the statuses of the requests before it
+		stream string
+	}{
+		"first":                        {nil, smuggle},
+		"after a request":              {[]int{200}, live + smuggle},
+		"third":                        {[]int{200, 200}, live + live + smuggle},
+		"after a body that looks like": {[]int{200}, withBody + smuggle},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = io.WriteString(conn, tc.stream) // in one write: read together
+			require.NoError(t, err)
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+			br := bufio.NewReader(conn)
+			for _, status := range tc.before {
+				res, err := http.ReadResponse(br, nil)
+				require.NoError(t, err)
+				_, _ = io.Copy(io.Discard, res.Body)
+				require.Equal(t, status, res.StatusCode)
+				require.False(t, res.Close)
+			}
+			res, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, res.StatusCode)
+			require.True(t, res.Close)
+			var p problemDoc
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+			require.Equal(t, "/problems/invalid-request", p.Type)
+			require.Contains(t, p.Detail, "both Content-Length and Transfer-Encoding")
+			require.Equal(t, "smuggle", p.RequestID)
+			_, err = http.ReadResponse(br, nil)
+			require.Error(t, err, "nothing more is answered on the connection")
+			require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the connection is closed")
+		})
+	}
 }
 
 // The connection timeouts are the server's: a connection left idle after

@@ -44,15 +44,20 @@ type conn struct {
 
 	mu   sync.Mutex
 	head headScanner
+	// frames follows every request read, handler or not (framing).
+	frames framing
 }
 
 type connKey struct{}
 
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.inHandler.Load() {
+	if n > 0 {
 		c.mu.Lock()
-		c.head.feed(p[:n])
+		if !c.inHandler.Load() {
+			c.head.feed(p[:n])
+		}
+		c.frames.feed(p[:n])
 		c.mu.Unlock()
 	}
 	return n, err
@@ -159,17 +164,17 @@ func (c *conn) drain() {
 	}
 }
 
-// enter marks the request's connection as in its handler, and returns the
-// head the connection read of it.
-func enter(r *http.Request) RequestHead {
+// enter marks the request's connection as in its handler, and says
+// whether the request carried both Content-Length and Transfer-Encoding.
+func enter(r *http.Request) (ambiguous bool) {
 	c, _ := r.Context().Value(connKey{}).(*conn)
 	if c == nil {
-		return RequestHead{}
+		return false
 	}
 	c.inHandler.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.head.snapshot()
+	return c.frames.next()
 }
 
 // connState ends a connection's handler window when it goes idle: what

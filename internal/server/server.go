@@ -89,7 +89,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 // request whose framing is ambiguous (AmbiguousFraming).
 func outermost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if head := enter(r); head.ContentLength && head.TransferEncoding {
+		if enter(r) {
 			r = r.WithContext(context.WithValue(r.Context(), ambiguousKey{}, true))
 		}
 		h.ServeHTTP(w, r)
