@@ -197,6 +197,10 @@ func TestPastedKeysAreRedacted(t *testing.T) {
 	requireProblem(t, r, http.StatusNotFound, "not-found")
 	require.NotEqual(t, key, r.Header.Get("X-Request-ID"), "a credential is never echoed as a request id")
 	bodies = append(bodies, string(r.Body))
+	// Its dot escaped: the path is decoded before it is looked at.
+	r = a.get("/nowhere/" + strings.Replace(key, ".", "%2E", 1))
+	requireProblem(t, r, http.StatusNotFound, "not-found")
+	bodies = append(bodies, string(r.Body))
 	r = a.ingest(key, "r1", "areas", "a1", "m1", snapshot("r1", "a1", "m1", 1, false, map[string]any{"name": "x", "isDeleted": false, "note": key}))
 	requireProblem(t, r, http.StatusBadRequest, "invalid-request")
 	bodies = append(bodies, string(r.Body))

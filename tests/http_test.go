@@ -99,6 +99,8 @@ func TestUnparseableRequestsGetProblems(t *testing.T) {
 		"an insane request id is replaced": {"GET /x HTTP/1.1\r\nX-Request-ID: has space\r\n\r\n", 400, "invalid-request", "Host", "", "/x"},
 		"a key pasted in the path is redacted": {"GET /v1/fsk_aaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb HTTP/1.1\r\n\r\n",
 			400, "invalid-request", "Host", "", "/v1/fsk_aaaaaaaaaaaaaaaa.[redacted]"},
+		"a key with its dot escaped, in a path net/http refuses": {"GET /v1/fsk_aaaaaaaaaaaaaaaa%2Ebbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+			400, "invalid-request", `invalid URL escape "%zz"`, "", "/v1/fsk_aaaaaaaaaaaaaaaa%2E[redacted]%zz"},
 		"a request pipelined behind another": {"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nX-Request-ID: c-pipe\r\n\r\n",
 			400, "invalid-request", "pipelined", "", ""},
 	} {

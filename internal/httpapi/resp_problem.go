@@ -61,8 +61,9 @@ func (a *API) problemFor(c *gin.Context, err error) Problem {
 // demo/bistro, another path). Bytes a URI may not hold (a quote, a brace,
 // non-ASCII, which net/http lets through) are percent-encoded. A
 // credential pasted in the path loses its secret, also when the client
-// percent-encoded part of it: then the decoded path is redacted and
-// escaped again.
+// percent-encoded part of it (redaction decodes before it looks, and
+// redacts the secret where it stands as sent); a path whose decoding the
+// redactor would read otherwise is redacted decoded and escaped again.
 func instancePath(r *http.Request) string {
 	raw := r.RequestURI
 	if strings.HasPrefix(raw, "/") {

@@ -22,8 +22,8 @@ func TestInstancePath(t *testing.T) {
 		"/caf\xc3\xa9":                                       "/caf%C3%A9",
 		"/x#frag":                                            "/x%23frag",
 		"/v1/restaurants/fsk_abcdefghijklmnop.topsecret/x":   "/v1/restaurants/fsk_abcdefghijklmnop.[redacted]/x",
-		"/v1/restaurants/fsk_abcdefghijklmnop%2Etopsecret/x": "/v1/restaurants/fsk_abcdefghijklmnop.%5Bredacted%5D/x",
-		"/v1/restaurants/%66sk_abcdefghijklmnop.topsecret/x": "/v1/restaurants/fsk_abcdefghijklmnop.%5Bredacted%5D/x",
+		"/v1/restaurants/fsk_abcdefghijklmnop%2Etopsecret/x": "/v1/restaurants/fsk_abcdefghijklmnop%2E[redacted]/x",
+		"/v1/restaurants/%66sk_abcdefghijklmnop.topsecret/x": "/v1/restaurants/%66sk_abcdefghijklmnop.[redacted]/x",
 		"http://api.example/v1/restaurants/a%20b?x=1":        "/v1/restaurants/a%20b",
 		"*": "*",
 	} {

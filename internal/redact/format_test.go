@@ -52,3 +52,26 @@ func TestSecretsRedactsEveryCredentialAuthAccepts(t *testing.T) {
 		}
 	}
 }
+
+// A credential written with percent-escapes (a path net/http refused, as
+// sent) is redacted where it stands, escapes and all; the rest of the
+// text stays as it was written, invalid escapes included.
+func TestSecretsSeesThroughEscapes(t *testing.T) {
+	t.Parallel()
+	k := auth.NewKey()
+	parsed, _ := auth.ParseCredential(k.Full)
+	pub, secret := parsed.Prefix+parsed.PublicID, k.Full[len(parsed.Prefix+parsed.PublicID)+1:]
+	for in, want := range map[string]string{
+		"/v1/" + pub + "%2E" + secret + "/x%zz":                "/v1/" + pub + "%2E" + redact.Placeholder + "/x%zz",
+		"/v1/" + pub + "%2e" + secret[:5] + "%41" + secret[5:]: "/v1/" + pub + "%2e" + redact.Placeholder,
+		"/v1/%66sk_" + pub[4:] + "." + secret + "?a=%":         "/v1/%66sk_" + pub[4:] + "." + redact.Placeholder + "?a=%",
+		"/a%2E" + k.Full + "/" + pub + "%2E" + secret:          "/a%2E" + pub + "." + redact.Placeholder + "/" + pub + "%2E" + redact.Placeholder,
+		"/v1/" + pub + "%252E" + secret:                        "/v1/" + pub + "%252E" + secret, // decoded once: no credential
+		"100% of /v1/%zz":                                      "100% of /v1/%zz",
+	} {
+		got := redact.Secrets(in)
+		if got != want {
+			t.Errorf("Secrets(%q)\n = %q\nwant %q", in, got, want)
+		}
+	}
+}
