@@ -690,3 +690,45 @@ func TestMCPListRestaurantsOfALargeKey(t *testing.T) {
 	// And again, one at a time: nothing of the budget was kept.
 	require.False(t, s.call("list_restaurants", map[string]any{}).IsError)
 }
+
+// A key sent where MCP names something (a tool, a method, a prompt, a
+// resource, the Mcp-Name header of protocol 2026-07-28) never comes back
+// in the JSON-RPC error that quotes it, at any revision: the error names
+// the key's public id, its secret redacted.
+func TestMCPErrorsNeverEchoACredential(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "areas:read"))
+	secret := secretOf(key)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	post := func(body string, kv ...string) response {
+		h := map[string]string{"Authorization": "Bearer " + key, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h[kv[i]] = kv[i+1]
+		}
+		return a.do(req{Method: http.MethodPost, Path: "/mcp", Header: h, Body: strings.NewReader(body)})
+	}
+	tool := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + key + `","arguments":{}}}`
+	method := `{"jsonrpc":"2.0","id":2,"method":"` + key + `","params":{}}`
+	for name, r := range map[string]response{
+		"a tool, no revision":         post(tool),
+		"a method, no revision":       post(method),
+		"a tool, " + rev0618:          post(tool, "MCP-Protocol-Version", rev0618),
+		"a method, " + rev0618:        post(method, "MCP-Protocol-Version", rev0618),
+		"a tool, " + rev1125:          post(tool, "MCP-Protocol-Version", rev1125),
+		"a prompt":                    post(`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"` + key + `"}}`),
+		"a resource":                  post(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"` + key + `"}}`),
+		"a tool, " + rev2026:          post(strings.Replace(tool, `"arguments":{}`, `"arguments":{},`+meta, 1), "MCP-Protocol-Version", rev2026, "Mcp-Method", "tools/call", "Mcp-Name", key),
+		"a tool, a header mismatch":   post(strings.Replace(tool, `"arguments":{}`, `"arguments":{},`+meta, 1), "MCP-Protocol-Version", rev2026, "Mcp-Method", "tools/call", "Mcp-Name", "x"),
+		"a method, " + rev2026:        post(strings.Replace(method, `"params":{}`, `"params":{`+meta+`}`, 1), "MCP-Protocol-Version", rev2026, "Mcp-Method", key),
+		"a method, a header mismatch": post(strings.Replace(method, `"params":{}`, `"params":{`+meta+`}`, 1), "MCP-Protocol-Version", rev2026, "Mcp-Method", "x"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, "application/json", r.Header.Get("Content-Type"), "%d %s", r.Status, r.Body)
+			require.Contains(t, string(r.Body), `"error"`)
+			require.NotContains(t, string(r.Body), secret)
+			require.Contains(t, string(r.Body), publicID(t, key)+".[redacted]", "the public id stays quotable")
+		})
+	}
+}

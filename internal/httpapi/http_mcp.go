@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/redact"
 	"github.com/foodsafe/foodsafe/internal/validate"
 	"github.com/foodsafe/foodsafe/internal/version"
 )
@@ -127,7 +128,7 @@ func methodNotFound(status int, text string, body []byte, call *mcpCall) ([]byte
 		return nil, false
 	}
 	res, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
-		Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", storableText(req.Method, 100))}})
+		Code: jsonrpc.CodeMethodNotFound, Message: redact.Secrets(fmt.Sprintf("method not found: %q", storableText(req.Method, 100)))}})
 	if err != nil {
 		return nil, false
 	}
@@ -147,6 +148,8 @@ type sdkWriter struct {
 	// refused is the status of a JSON-RPC error answered with a 4xx
 	// (protocol 2026-07-28), whose start is kept in text for the audit.
 	refused int
+	// written says the answer's first write was made.
+	written bool
 }
 
 func (w *sdkWriter) WriteHeader(code int) {
@@ -172,8 +175,37 @@ func (w *sdkWriter) Write(b []byte) (int, error) {
 	if w.failed != 0 {
 		return len(b), nil
 	}
+	if !w.written {
+		w.written = true
+		if out, ok := redactedRPCError(b); ok {
+			_, err := w.ResponseWriter.Write(out)
+			return len(b), err
+		}
+	}
 	return w.ResponseWriter.Write(b)
 }
+
+// redactedRPCError is a JSON-RPC error answer with every credential in it
+// redacted: the SDK's messages quote what the client sent (`unknown tool
+// "fsk_…"`, a header mismatch, a resource's URI), and a key pasted as a
+// tool name or method must not come back. The SDK writes a JSON answer
+// in one call, so the first write is the whole message; an answer with a
+// result (a tool's, whose records are data as stored) is left alone, told
+// by its "result" member before anything else is read.
+func redactedRPCError(b []byte) ([]byte, bool) {
+	if bytes.Contains(b[:min(len(b), 256)], []byte(`"result":`)) || len(b) > maxRPCError {
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(b)
+	if res, ok := msg.(*jsonrpc.Response); err != nil || !ok || res.Error == nil {
+		return nil, false
+	}
+	return []byte(redact.Secrets(string(b))), true
+}
+
+// maxRPCError bounds the JSON-RPC errors redactedRPCError reads: the
+// SDK's are a message and a few fields.
+const maxRPCError = 64 << 10
 
 // rpcRefusal is the audit outcome of a JSON-RPC error the SDK answered
 // before any method ran (a header that does not match the body, an

@@ -111,3 +111,23 @@ func TestMCPToolPanicIsAToolError(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.IsError, "the server goes on")
 }
+
+// JSON-RPC errors come back with credentials redacted; results (a tool's
+// records, data as stored) and anything that is not one JSON-RPC answer
+// pass untouched.
+func TestRedactedRPCError(t *testing.T) {
+	t.Parallel()
+	const key = "fsk_aaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	out, ok := redactedRPCError([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool \"` + key + `\""}}`))
+	require.True(t, ok)
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool \"fsk_aaaaaaaaaaaaaaaa.[redacted]\""}}`, string(out))
+	for _, b := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"data":[{"note":"` + key + `"}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`,
+		`{"jsonrpc":"2.0","id":1,"error":`,
+		`not JSON`,
+	} {
+		_, ok := redactedRPCError([]byte(b))
+		require.False(t, ok, b)
+	}
+}
