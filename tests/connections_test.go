@@ -237,3 +237,34 @@ func TestRefusedBodyReachesAClientSendingItWhole(t *testing.T) {
 	t.Logf("a 2 MiB body sent whole, 10 times:\n%s", out)
 	require.Equal(t, strings.Repeat("413 /problems/payload-too-large\n", 10), string(out))
 }
+
+// OPTIONS * (the server's no-op) is a request like any other: answered
+// 200 with no body as before, but logged, counted against the client's
+// budget (429 once it is spent) and audited by shape.
+func TestOptionsAsteriskIsARequestLikeAnyOther(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.RateLimit, c.AuditFlushInterval = 3, time.Hour }))
+	addr := strings.TrimPrefix(a.served(), "http://")
+	statuses := []int{}
+	for i := range 4 {
+		res := rawExchange(t, addr, fmt.Sprintf("OPTIONS * HTTP/1.1\r\nHost: x\r\nX-Request-ID: options-%d\r\n\r\n", i))
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		if res.StatusCode == http.StatusOK {
+			require.Empty(t, body)
+		}
+		statuses = append(statuses, res.StatusCode)
+	}
+	require.Equal(t, []int{200, 200, 200, 429}, statuses)
+	line := logLine(t, a.logs, "options-0")
+	require.Equal(t, "OPTIONS", line["method"])
+	require.Equal(t, "*", line["path"])
+	require.Equal(t, float64(429), logLine(t, a.logs, "options-3")["status"])
+	var audited int64
+	for _, c := range flushedCounts(t, a) {
+		if c.Method == http.MethodOptions {
+			audited += c.Requests
+		}
+	}
+	require.Equal(t, int64(4), audited)
+}

@@ -121,6 +121,13 @@ func New(d Deps) (*gin.Engine, error) {
 	}
 	e.Use(a.accessLog, a.auditTrail, a.recoverer, a.refuseAmbiguousFraming)
 	e.NoRoute(a.limitOpen, func(c *gin.Context) {
+		if c.Request.Method == http.MethodOptions && c.Request.RequestURI == "*" {
+			// OPTIONS *, the server's no-op (RFC 9110 9.3.7): answered as
+			// net/http would, once budgeted, logged and audited.
+			c.Header("Content-Length", "0")
+			c.Status(http.StatusOK)
+			return
+		}
 		a.fail(c, apperr.ErrNotFound)
 	})
 	e.NoMethod(a.limitOpen, func(c *gin.Context) {

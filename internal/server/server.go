@@ -53,10 +53,13 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options, log 
 		WriteTimeout:      o.WriteTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ConnContext:       connContext,
-		ConnState:         connState,
+		// OPTIONS * reaches the handler like any request (net/http would
+		// answer it itself: no log line, no budget, no audit).
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:                  func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:                  connContext,
+		ConnState:                    connState,
 	}
 	lst := &listener{Listener: ln, render: o.Canned, max: int64(o.MaxConns), shares: newShares(o.ClientConns, o.Client)}
 	defer lst.stopLingering()
