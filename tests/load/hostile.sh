@@ -12,11 +12,15 @@
 # ranges; a /health/version flood beside a partner's reads; 60 hostile
 # 1 MiB JSON bodies; 50 slow bodies with an unknown key; 400 random keys
 # from an address over its budget; Content-Length with Transfer-Encoding
-# and a key sent as an MCP tool name; an idle connection. It checks each
+# and a key sent as an MCP tool name; unknown keys from random addresses
+# of one IPv6 /64 and requests from 2,000 IPv4 addresses, both through a
+# proxy serve trusts (127.0.0.9); one address holding every connection;
+# 2 MiB bodies sent whole before their 413 is read; an idle connection. It checks each
 # attack's bounds (see the driver), then stops serve with SIGTERM (which
 # flushes the audit trail) and checks the audit trail: every request of
 # the uploads phase's keys recorded (one row each, or counted by shape),
-# the random keys at most 60 rows, and the key's secret in no row. Exits 1
+# the random keys at most 60 rows, the key's secret in no row, and at most
+# 100 audit_counts rows in any minute (the addresses attack). Exits 1
 # when a check fails.
 #
 # Usage: make load-hostile [UPLOADS=250] [BATCHES=4] [CALLS=1000] [UPLOAD_KEYS=10]
@@ -65,9 +69,12 @@ for i in $(seq 1 "$UPLOAD_KEYS"); do
 done >"$work/upload-keys"
 BATCH_KEY=$(setup "$BIN" keys create --name "load-hostile batches" --grant demo-bistro=temperature-records:read)
 WRITER_KEY=$(setup "$BIN" keys create --name "load-hostile writer" --grant demo-bistro=drive-files:write,drive-files:read,areas:write)
+PARTNER_KEY=$(setup "$BIN" keys create --name "load-hostile partner" --grant demo-bistro=temperature-records:read)
 
+# 127.0.0.9 is the proxy of the ipv6 and addresses attacks: serve believes
+# its X-Forwarded-For.
 FOODSAFE_ADDR=$ADDR FOODSAFE_METRICS_ADDR=$OPS_ADDR FOODSAFE_LOG_LEVEL=warn FOODSAFE_UPLOAD_IDLE_TIMEOUT=$IDLE \
-  FOODSAFE_MAINTENANCE_INTERVAL=0 "$BIN" serve 2>"$work/serve.log" &
+  FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_TRUSTED_PROXIES=127.0.0.9 "$BIN" serve 2>"$work/serve.log" &
 serve_pid=$!
 for _ in $(seq 1 100); do
   curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" && break
@@ -77,7 +84,7 @@ curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" || { echo "serve d
 
 status=0
 timeout 600 "$DRIVER" -api "http://$ADDR" -ops "http://$OPS_ADDR" -pid "$serve_pid" -mcp-key "$MCP_KEY" \
-  -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -upload-keys "$work/upload-keys" \
+  -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -partner-key "$PARTNER_KEY" -upload-keys "$work/upload-keys" \
   -upload-path "/v1/ingest/restaurants/demo-bistro/collections/cleaning-task-pictures/records/picture-003/asset?objectKey=cleaning%2Fpicture-003.png" \
   -batches "$BATCHES" -calls "$CALLS" -uploads "$UPLOADS" -deadline 120s -only "${ONLY:-}" \
   -flood-path "${FLOOD_PATH:-/health/version}" | tee "$work/driver.out" || status=1
@@ -113,6 +120,13 @@ check "$good" "uploads phase: $audited rows and $limited requests counted by sha
 check "$good" "random keys: $flood_rows audit rows for the address's budget and the 400 random keys (at most 60)"
 [ "$secret_rows" -eq 0 ] && good=1 || good=0
 check "$good" "a key sent as an MCP tool name and as a method: its secret in $secret_rows audit rows"
+if [ "$counts" = t ]; then
+  busiest=$(q "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM audit_counts GROUP BY minute) m")
+  addresses=$(q "SELECT count(*) || ' rows for ' || coalesce(sum(requests), 0) || ' requests' FROM audit_counts
+    WHERE (route = '/v1/restaurants' AND outcome = 'missing') OR route = '(others)'")
+  [ "$busiest" -le 100 ] && good=1 || good=0
+  check "$good" "audit_counts: at most 100 rows in any minute ($busiest); the addresses attack's refusals: $addresses"
+fi
 q "SELECT route || ' ' || status || coalesce(' ' || outcome, '') || ': ' || count(*) FROM audit_events
   GROUP BY route, status, outcome ORDER BY 1" | sed 's/^/     events: /'
 if [ "$counts" = t ]; then

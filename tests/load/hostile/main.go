@@ -20,10 +20,20 @@
 //   - slow bodies: 50 requests with an unknown key whose bodies trickle;
 //   - random keys: an address spends its budget, then sends 400 random keys;
 //   - framing: a request with both Content-Length and Transfer-Encoding;
-//   - idle: one GET /health/live then silence, from the start of the run.
+//   - idle: one GET /health/live then silence, from the start of the run;
+//   - ipv6: unknown keys from random addresses of one IPv6 /64, through a
+//     proxy serve trusts (127.0.0.9, X-Forwarded-For);
+//   - addresses: requests without a key from 2,000 IPv4 addresses
+//     through that proxy (each would be an audit_counts row of its own);
+//   - connections: one address opens FOODSAFE_MAX_CONNECTIONS
+//     connections and keeps them, while another opens new ones;
+//   - refused bodies: 40 clients send a 2 MiB body whole, then read the
+//     413 (as Python's http.client does).
 //
-// Each phase comes from a loopback address of its own (127.0.0.N), so
-// the per-IP budgets of one attack do not touch another. It prints a
+// The last four are measured with a partner reading walk pages beside
+// them (its p50 and p99, against its quiet latency). Each phase comes
+// from a loopback address of its own (127.0.0.N), so the per-IP budgets
+// of one attack do not touch another. It prints a
 // table, the requests the keys of the uploads phase sent (for the
 // script's audit check) and exits 1 when a bound was broken.
 package main
@@ -66,6 +76,8 @@ type config struct {
 	idleWait             time.Duration
 	floodPath            string
 	only                 string
+	partnerKey           string
+	maxConns             int
 }
 
 func main() {
@@ -88,6 +100,8 @@ func main() {
 	flag.DurationVar(&c.idleWait, "idle-wait", 45*time.Second, "how long the idle connection is watched")
 	flag.StringVar(&c.floodPath, "flood-path", "/health/version", "the path the version flood sends")
 	flag.StringVar(&c.only, "only", "", "run only the phases whose name contains this word")
+	flag.StringVar(&c.partnerKey, "partner-key", "", "a key reading the demo restaurant's temperature records: the partner beside the last attacks")
+	flag.IntVar(&c.maxConns, "max-connections", 4096, "serve's FOODSAFE_MAX_CONNECTIONS: what the connections attack opens")
 	floodChild := flag.String("flood-child", "", "(internal) flood this URL from 16 connections until stdin closes")
 	flag.Parse()
 	if *floodChild != "" {
@@ -101,8 +115,9 @@ func main() {
 		os.Exit(2)
 	}
 	c.uploadKeys = strings.Fields(string(b))
-	if c.api == "" || c.pid == 0 || c.mcpKey == "" || c.batchKey == "" || c.writerKey == "" || len(c.uploadKeys) == 0 || c.uploadPath == "" {
-		fmt.Fprintln(os.Stderr, "hostile: -api, -pid, -mcp-key, -batch-key, -writer-key, -upload-keys and -upload-path are required")
+	if c.api == "" || c.pid == 0 || c.mcpKey == "" || c.batchKey == "" || c.writerKey == "" || len(c.uploadKeys) == 0 || c.uploadPath == "" ||
+		c.partnerKey == "" {
+		fmt.Fprintln(os.Stderr, "hostile: -api, -pid, -mcp-key, -batch-key, -writer-key, -partner-key, -upload-keys and -upload-path are required")
 		os.Exit(2)
 	}
 	if !run(c) {
@@ -137,8 +152,10 @@ type phase struct {
 	ok       bool
 	// memory: the attack is on serve's memory; its RSS bound is checked.
 	memory bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// partner: a partner's walk page reads beside the attack (withPartner).
+	partner *partner
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 func (c config) start(name string) *phase {
@@ -205,6 +222,9 @@ func (c config) end(p *phase) bool {
 	close(p.stop)
 	p.wg.Wait()
 	p.acquired += c.acquisitions()
+	if p.partner != nil {
+		p.partner.report(p)
+	}
 	sort.Slice(p.health, func(i, j int) bool { return p.health[i] < p.health[j] })
 	var hmed, hmax time.Duration
 	if n := len(p.health); n > 0 {
@@ -220,8 +240,12 @@ func (c config) end(p *phase) bool {
 	for _, l := range p.checks {
 		fmt.Println("   " + l)
 	}
-	fmt.Printf("phase %s: rss_peak_mb=%.0f health_median_ms=%.1f health_max_ms=%.1f db_round_trips=%.0f ok=%v\n",
-		strings.ReplaceAll(p.name, " ", "-"), mb(p.rssMax), ms(hmed), ms(hmax), p.acquired, p.ok)
+	partnerP99 := "-"
+	if p.partner != nil {
+		partnerP99 = fmt.Sprintf("%.1f", ms(p.partner.p99))
+	}
+	fmt.Printf("phase %s: rss_peak_mb=%.0f health_median_ms=%.1f health_max_ms=%.1f db_round_trips=%.0f partner_p99_ms=%s ok=%v\n",
+		strings.ReplaceAll(p.name, " ", "-"), mb(p.rssMax), ms(hmed), ms(hmax), p.acquired, partnerP99, p.ok)
 	return p.ok
 }
 
@@ -229,11 +253,14 @@ func run(c config) bool {
 	ok := true
 	idle := make(chan string, 1)
 	go func() { idle <- c.idleConnection() }()
+	q50, q99 := c.quietPartner()
+	fmt.Printf("partner quiet: walk page p50 %.1f ms, p99 %.1f ms\n", ms(q50), ms(q99))
 	for _, ph := range []struct {
 		name string
 		run  func() bool
 	}{{"uploads", c.uploadsAndBatches}, {"download", c.download}, {"version", c.versionFlood}, {"bodies", c.bodies},
-		{"slow", c.slowBodies}, {"keys", c.randomKeys}, {"framing", c.framing}} {
+		{"slow", c.slowBodies}, {"keys", c.randomKeys}, {"framing", c.framing}, {"ipv6", c.ipv6Prefix},
+		{"addresses", c.manyAddresses}, {"connections", c.oneAddressConnections}, {"refused", c.refusedBodies}} {
 		if c.only != "" && !strings.Contains(ph.name, c.only) {
 			continue
 		}
@@ -721,15 +748,19 @@ func (c config) randomKeys() bool {
 }
 
 // framing: a request with both Content-Length and Transfer-Encoding is
-// answered 400 and its connection closed: what follows is never a
-// request. And a key sent as an MCP tool name and as a JSON-RPC method
-// (the script checks that its secret reached no audit row).
+// answered 400 and its connection closed, first on its connection or
+// pipelined behind a good request: what follows is never a request. A
+// key sent as an MCP tool name and as a JSON-RPC method (the script
+// checks that its secret reached no audit row) is not echoed in the
+// answer, nor one whose dot is written %2E in a path net/http refuses.
 func (c config) framing() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.deadline)
 	defer cancel()
 	host := strings.TrimPrefix(c.api, "http://")
-	p := c.start("framing and secrets: Content-Length with Transfer-Encoding; a key as an MCP tool name and method")
+	p := c.start("framing and secrets: Content-Length with Transfer-Encoding, first and pipelined; a key as an MCP tool name and method, and %2E in a path")
 	client := from(7, 10*time.Second)
+	secret := c.writerKey[strings.IndexByte(c.writerKey, '.')+1:]
+	echoed := 0
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + c.writerKey + `","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"` + c.writerKey + `","params":{}}`,
@@ -739,29 +770,68 @@ func (c config) framing() bool {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if res, err := client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
+			b, _ := io.ReadAll(res.Body)
 			_ = res.Body.Close()
+			if strings.Contains(string(b), secret) {
+				echoed++
+			}
 		}
 	}
+	p.check(echoed == 0, "a key as an MCP tool name and as a method: echoed in %d of 2 answers", echoed)
+	for _, before := range []string{"", fmt.Sprintf("GET /health/live HTTP/1.1\r\nHost: %s\r\n\r\n", host)} {
+		statuses, more := c.pipeline(ctx, host, before+fmt.Sprintf("POST /v1/mobile/sessions HTTP/1.1\r\nHost: %s\r\n"+
+			"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health/live HTTP/1.1\r\nHost: %s\r\n\r\n", host, host))
+		want := map[bool]string{true: "[400]", false: "[200 400]"}[before == ""]
+		p.check(fmt.Sprint(statuses) == want && !more, "Content-Length with Transfer-Encoding (%d requests before it): answered %v, and what followed answered too: %v",
+			strings.Count(before, " HTTP/1.1"), statuses, more)
+	}
+	escaped := strings.Replace(c.writerKey, ".", "%2E", 1)
+	res, err := c.raw(ctx, host, fmt.Sprintf("GET /v1/%s%%zz HTTP/1.1\r\nHost: %s\r\n\r\n", escaped, host))
+	p.check(err == nil && !strings.Contains(res, secret), "a key with its dot written %%2E, in a path net/http refuses: echoed %v (%v)",
+		strings.Contains(res, secret), err)
+	return c.end(p)
+}
+
+// pipeline writes requests in one write on a new connection and reads
+// the answers: their statuses, and whether the connection went on after
+// a 400 (more) rather than closing.
+func (c config) pipeline(ctx context.Context, host, requests string) ([]int, bool) {
 	conn, err := dialFrom(ctx, 7, host)
 	if err != nil {
-		p.check(false, "%v", err)
-		return c.end(p)
+		return nil, false
 	}
 	defer conn.Close()
-	_, _ = fmt.Fprintf(conn, "POST /v1/mobile/sessions HTTP/1.1\r\nHost: %s\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+
-		"GET /health/live HTTP/1.1\r\nHost: %s\r\n\r\n", host, host)
+	_, _ = io.WriteString(conn, requests)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(conn)
-	first, err := http.ReadResponse(br, nil)
-	status := 0
-	if err == nil {
-		status = first.StatusCode
-		_, _ = io.Copy(io.Discard, first.Body)
+	var statuses []int
+	for {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return statuses, false
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		statuses = append(statuses, res.StatusCode)
+		if res.StatusCode == http.StatusBadRequest {
+			_, err := http.ReadResponse(br, nil)
+			return statuses, err == nil
+		}
 	}
-	_, err2 := http.ReadResponse(br, nil)
-	p.check(status == 400 && err2 != nil, "answered %d, and what followed on the connection answered too: %v", status, err2 == nil)
-	return c.end(p)
+}
+
+// raw writes a request on a new connection and returns the whole answer.
+func (c config) raw(ctx context.Context, host, request string) (string, error) {
+	conn, err := dialFrom(ctx, 7, host)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(conn)
+	return string(b), err
 }
 
 // idleConnection sends one GET /health/live, then nothing, and says when
