@@ -135,7 +135,7 @@ func New(d Deps) (*gin.Engine, error) {
 			"Method %s is not allowed here; see the Allow header.", c.Request.Method))
 	})
 	routes := a.routes()
-	if a.mcpTools, err = buildTools(routes); err != nil {
+	if a.mcpTools, err = buildTools(routes, a.localTools()); err != nil {
 		return nil, err
 	}
 	a.mcpHandler = a.newMCPHandler()

@@ -15,8 +15,12 @@ import (
 type ToolDoc struct {
 	Name, Title, Description string
 	// Route is the REST route the tool is the other face of, e.g.
-	// "GET /v1/restaurants/{restaurantId}/deliveries".
+	// "GET /v1/restaurants/{restaurantId}/deliveries"; empty for a tool
+	// that is no route's face (describe_collection).
 	Route string
+	// Needs says who may call a tool that names no restaurant but is
+	// listed only for some keys; empty otherwise.
+	Needs string
 	// Scopes are the scopes the tool needs on the restaurant it names
 	// (none: any grant on it, or no restaurant argument).
 	Scopes    []string
@@ -32,8 +36,9 @@ type ToolArg struct {
 // Tools documents the MCP tools, sorted by name, from the definitions
 // the server is built from (the tool and route tables).
 func Tools() ([]ToolDoc, error) {
-	routes := (&API{}).routes()
-	tools, err := buildTools(routes)
+	api := &API{}
+	routes := api.routes()
+	tools, err := buildTools(routes, api.localTools())
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +52,9 @@ func Tools() ([]ToolDoc, error) {
 		d := ToolDoc{Name: t.tool.Name, Title: t.tool.Title, Description: t.tool.Description, Route: paths[t.route]}
 		if t.need != nil {
 			d.Scopes = t.need.names
+		}
+		if t.group == groupRecords && t.need == nil {
+			d.Needs = "any key that holds some `<collection>:read` (the tool is listed with the record tools)"
 		}
 		in, ok := t.tool.InputSchema.(*jsonschema.Schema)
 		if !ok {

@@ -22,12 +22,14 @@ import (
 // Every argument and every output field of every tool is described, and
 // every tool is the face of a partner read of the route table.
 func TestMCPSchemasDescribeEveryField(t *testing.T) {
-	tools, err := buildTools((&API{}).routes())
+	tools, err := buildTools((&API{}).routes(), (&API{}).localTools())
 	require.NoError(t, err)
-	require.Len(t, tools, 11)
+	require.Len(t, tools, 12)
 	for _, tl := range tools {
 		require.NotEmpty(t, tl.description, tl.name)
-		require.Contains(t, tl.description, "does not prove that nothing happened", tl.name)
+		if tl.route != describeCollection { // the one tool that reads no records
+			require.Contains(t, tl.description, "does not prove that nothing happened", tl.name)
+		}
 		require.True(t, tl.tool.Annotations.ReadOnlyHint, tl.name)
 		for kind, s := range map[string]*jsonschema.Schema{"input": tl.tool.InputSchema.(*jsonschema.Schema),
 			"output": tl.tool.OutputSchema.(*jsonschema.Schema)} {
@@ -130,4 +132,44 @@ func TestRedactedRPCError(t *testing.T) {
 		_, ok := redactedRPCError([]byte(b))
 		require.False(t, ok, b)
 	}
+}
+
+// Every record a tool sends names its collection from an enum of the 24,
+// the member that says which schema its data follows, and describe_collection
+// gives that schema for each of them; a feed item's stream is one of the
+// 24 or deliveries.
+func TestMCPRecordsTyped(t *testing.T) {
+	tools, err := buildTools((&API{}).routes(), (&API{}).localTools())
+	require.NoError(t, err)
+	names := collectionNames()
+	require.Len(t, names, 24)
+	envelopes := map[string]int{}
+	for _, tl := range tools {
+		var walk func(s *jsonschema.Schema)
+		walk = func(s *jsonschema.Schema) {
+			if s == nil {
+				return
+			}
+			if _, ok := s.Properties["mutationId"]; ok {
+				envelopes[tl.name]++
+				require.Equal(t, names, s.Properties["collection"].Enum, tl.name)
+				require.Contains(t, s.Properties["data"].Description, "describe_collection", tl.name)
+			}
+			for _, p := range s.Properties {
+				walk(p)
+			}
+			walk(s.Items)
+		}
+		walk(tl.tool.OutputSchema.(*jsonschema.Schema))
+	}
+	require.Equal(t, map[string]int{"walk_records": 1, "get_record": 1, "walk_all_records": 1}, envelopes)
+
+	var feed *jsonschema.Schema
+	for _, tl := range tools {
+		if tl.name == "walk_all_records" {
+			feed = tl.tool.OutputSchema.(*jsonschema.Schema).Properties["data"].Items
+		}
+	}
+	require.Equal(t, append(names, "deliveries"), feed.Properties["stream"].Enum)
+	require.Len(t, feed.OneOf, 2, "a delivery item carries delivery, a record item carries record")
 }

@@ -77,6 +77,9 @@ func renderText(tool string, out any) string {
 			fmt.Fprintf(&b, "\n- %s: %s, %d bytes, uploaded %s; download %s (until %s)",
 				f.ID, f.ContentType, f.ByteLength, stamp(f.UploadedAt), f.URL, stamp(f.URLExpiresAt))
 		}
+	case wire.CollectionSchema:
+		fmt.Fprintf(&b, "%s: %s Read scope %s; carries files: %t. The data of its records follows this JSON Schema (draft 2020-12):\n%s",
+			v.Collection, v.Description, v.ReadScope, v.CarriesFiles, v.DataSchema)
 	default:
 		// An output this function does not know yet: its JSON says it all.
 		j, _ := json.Marshal(out)

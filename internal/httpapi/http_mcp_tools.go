@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,6 +82,16 @@ type recordArgs struct {
 	RecordID   string `json:"recordId" jsonschema:"The record's id (the id of an item of walk_records)."`
 }
 
+type describeArgs struct {
+	Collection string `json:"collection" jsonschema:"The collection whose data schema to give, as records carry it in collection and list_collections returns it."`
+}
+
+// describeCollection is the route of describe_collection, the one tool
+// that is not the face of a REST route: what it answers is in the OpenAPI
+// document (GET /v1/openapi.json), whose components give each collection's
+// data from the same schema files.
+const describeCollection = "describeCollection"
+
 // mcpTool is one tool: its definition, and the route whose operation and
 // access rule it shares.
 type mcpTool struct {
@@ -129,6 +141,13 @@ func mcpToolTable() []mcpTool {
 		{name: "get_record", title: "One record", route: "getRecord", group: groupRecords, args: reflect.TypeFor[recordArgs](),
 			description: "The current state of one record of a collection; a deleted record answers its tombstone " +
 				"(deleted: true, no data), the only proof of a deletion. One record, no pages. " + emptyCaveat},
+		{name: "describe_collection", title: "The shape of a collection's data", route: describeCollection, group: groupRecords,
+			args: reflect.TypeFor[describeArgs](),
+			description: "The JSON Schema (draft 2020-12) of the data of a collection's records: every member, its type, " +
+				"bounds and meaning, self-contained. The records walk_records, get_record and walk_all_records return name " +
+				"their collection in collection, and their data follows the schema this tool gives for it (a tombstone has " +
+				"no data). Call it once per collection before reading data closely: it is the same for every restaurant and " +
+				"key, and is the schema the service validates every record with. One schema, no pages."},
 		{name: "list_assets", title: "Files of a record", route: "listRecordAssets", group: groupFiles, args: reflect.TypeFor[recordArgs](),
 			description: "The verified file of a record of cleaning-task-pictures, traceability-labels or drive-files, with a " +
 				"signed download URL valid " + urlLifetimeText + " (no header needed). The list is complete (no pages); it is empty for a " +
@@ -172,9 +191,16 @@ func mcpToolTable() []mcpTool {
 	}
 }
 
-// buildTools completes the tool table from the route table; a route or
-// schema that does not fit stops the start-up.
-func buildTools(routes []route) ([]mcpTool, error) {
+// localTools are the operations of the tools that are no route's face,
+// by the name the tool table gives as their route.
+func (a *API) localTools() map[string]operation {
+	return map[string]operation{describeCollection: op(a.collectionDescribe)}
+}
+
+// buildTools completes the tool table from the route table (and the
+// operations of localTools); a route or schema that does not fit stops
+// the start-up.
+func buildTools(routes []route, local map[string]operation) ([]mcpTool, error) {
 	byID := map[string]route{}
 	for _, r := range routes {
 		byID[r.Doc.ID] = r
@@ -183,6 +209,10 @@ func buildTools(routes []route) ([]mcpTool, error) {
 	for i := range tools {
 		t := &tools[i]
 		r, ok := byID[t.route]
+		if l, isLocal := local[t.route]; isLocal && !ok {
+			r = route{Op: l, Access: accessPartner}
+			ok = true
+		}
 		if !ok || r.Op.run == nil || r.Access != accessPartner {
 			return nil, fmt.Errorf("mcp tool %s: route %q is not a partner read", t.name, t.route)
 		}
@@ -240,10 +270,7 @@ func inputSchema(t reflect.Type, maxLimit int) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	nonNullable(s, true)
-	collections := make([]any, len(catalog.Collections))
-	for i, c := range catalog.Collections {
-		collections[i] = c.Name
-	}
+	collections := collectionNames()
 	for name, p := range s.Properties {
 		switch name {
 		case "limit":
@@ -263,14 +290,85 @@ func inputSchema(t reflect.Type, maxLimit int) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// outputSchema is the schema of the wire struct a tool sends.
+// outputSchema is the schema of the wire struct a tool sends, its
+// records typed (recordSchemas).
 func outputSchema(t reflect.Type) (*jsonschema.Schema, error) {
-	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: schemaTypes})
+	typed, err := recordSchemas()
+	if err != nil {
+		return nil, err
+	}
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: typed})
 	if err != nil {
 		return nil, err
 	}
 	expandProse(s)
 	return nonNullable(s, false), nil
+}
+
+// recordSchemas are schemaTypes with the records typed as the OpenAPI
+// document types them, within what a tool list can carry: a record's
+// collection is an enum of the 24 names, the member that says which
+// schema its data follows, and a feed item's stream is one of those or
+// deliveries, with the record or the delivery it carries (and
+// describe_collection's answer names one of the 24 too). The 24 data
+// schemas themselves are not inlined (they would multiply tools/list by
+// three for every conversation); describe_collection gives each one.
+var recordSchemas = sync.OnceValues(func() (map[reflect.Type]*jsonschema.Schema, error) {
+	names := collectionNames()
+	types := maps.Clone(schemaTypes)
+	env, err := jsonschema.ForType(reflect.TypeFor[wire.Envelope](), &jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		return nil, err
+	}
+	env.Properties["collection"].Enum = names
+	types[reflect.TypeFor[wire.Envelope]()] = env
+	item, err := jsonschema.ForType(reflect.TypeFor[wire.RecordFeedItem](), &jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		return nil, err
+	}
+	item.Properties["stream"].Enum = append(slices.Clone(names), catalog.DeliveryStream)
+	deliveries := jsonschema.Schema{Const: jsonschema.Ptr[any](catalog.DeliveryStream)}
+	item.OneOf = []*jsonschema.Schema{
+		{Properties: map[string]*jsonschema.Schema{"stream": &deliveries}, Required: []string{"delivery"}},
+		{Properties: map[string]*jsonschema.Schema{"stream": {Not: &deliveries}}, Required: []string{"record"}},
+	}
+	types[reflect.TypeFor[wire.RecordFeedItem]()] = item
+	described, err := jsonschema.ForType(reflect.TypeFor[wire.CollectionSchema](), &jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		return nil, err
+	}
+	described.Properties["collection"].Enum = names
+	types[reflect.TypeFor[wire.CollectionSchema]()] = described
+	return types, nil
+})
+
+// collectionNames are the 24 collections' names, for an enum.
+func collectionNames() []any {
+	out := make([]any, len(catalog.Collections))
+	for i, c := range catalog.Collections {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// collectionDescribe is describe_collection: a collection's data schema,
+// bundled from the file the service validates with. An unknown collection
+// is said with the 24 names, never echoing what was sent.
+func (a *API) collectionDescribe(_ context.Context, r request) (wire.CollectionSchema, error) {
+	col, ok := catalog.Lookup(r.params.path("collection"))
+	if !ok {
+		names := make([]string, len(catalog.Collections))
+		for i, c := range catalog.Collections {
+			names[i] = c.Name
+		}
+		return wire.CollectionSchema{}, apperr.Param("collection", "is not one of the 24 collections: %s", strings.Join(names, ", "))
+	}
+	schema, err := a.schemas.Bundle(col.Name + ".data")
+	if err != nil {
+		return wire.CollectionSchema{}, err
+	}
+	return wire.CollectionSchema{Collection: col.Name, Description: col.Description, ReadScope: col.ReadScope(),
+		CarriesFiles: col.CarriesFiles, DataSchema: schema}, nil
 }
 
 // nonNullable removes "null" from array types, which the wire never sends

@@ -230,15 +230,26 @@ func MCPTools(context.Context) ([]byte, error) {
 	b.WriteString(generated)
 	b.WriteString("# MCP tools\n\nThe tools of `POST /mcp` (Model Context Protocol, stateless, the partner key as bearer), " +
 		"sorted by name. Each is the other face of a REST route: same access check, parameters, cursors and answer. " +
-		"`tools/list` shows a key only the tools its grants can use.\n\n")
+		"`tools/list` shows a key only the tools its grants can use. Each tool's output schema is its answer's shape; " +
+		"a record in it (walk_records, get_record, walk_all_records) names its collection from an enum of the 24, and " +
+		"describe_collection gives the JSON Schema its `data` follows.\n\n")
 	var rows [][]string
 	for _, t := range tools {
-		rows = append(rows, []string{"[`" + t.Name + "`](#" + t.Name + ")", t.Title, "`" + t.Route + "`"})
+		route := "none"
+		if t.Route != "" {
+			route = "`" + t.Route + "`"
+		}
+		rows = append(rows, []string{"[`" + t.Name + "`](#" + t.Name + ")", t.Title, route})
 	}
 	table(&b, []string{"tool", "title", "REST route"}, rows)
 	for _, t := range tools {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", t.Name, t.Description)
-		fmt.Fprintf(&b, "REST route: `%s`. Needs: %s.\n\n", t.Route, needs(t))
+		if t.Route == "" {
+			fmt.Fprintf(&b, "REST route: none; `GET /v1/openapi.json` gives the same schemas as its components `<Collection>Data` "+
+				"(e.g. `AreasData`). Needs: %s.\n\n", needs(t))
+		} else {
+			fmt.Fprintf(&b, "REST route: `%s`. Needs: %s.\n\n", t.Route, needs(t))
+		}
 		if len(t.Arguments) == 0 {
 			b.WriteString("No arguments.\n")
 			continue
@@ -258,6 +269,9 @@ func MCPTools(context.Context) ([]byte, error) {
 
 // needs says what grant a tool needs.
 func needs(t httpapi.ToolDoc) string {
+	if t.Needs != "" {
+		return t.Needs
+	}
 	if len(t.Scopes) > 0 {
 		return "`" + strings.Join(t.Scopes, "`, `") + "` on the restaurant"
 	}

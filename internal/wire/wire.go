@@ -140,8 +140,8 @@ func (s Sequence) MarshalJSON() ([]byte, error) { return Millis(s).MarshalJSON()
 type Envelope struct {
 	ID             string          `json:"id" jsonschema:"Record id, unique within the collection."`
 	RestaurantID   string          `json:"restaurantId" jsonschema:"The restaurant the record belongs to."`
-	Collection     string          `json:"collection" jsonschema:"Collection name."`
-	Data           json.RawMessage `json:"data,omitempty" jsonschema:"The record itself, shaped by its collection's schema; absent on a tombstone."`
+	Collection     string          `json:"collection" jsonschema:"The record's collection, one of the 24: it says which schema data follows (describe_collection gives it)."`
+	Data           json.RawMessage `json:"data,omitempty" jsonschema:"The record itself, of its collection's data schema (describe_collection gives it); absent on a tombstone."`
 	Deleted        bool            `json:"deleted" jsonschema:"true: a tombstone, the record was deleted."`
 	CapturedAt     Millis          `json:"capturedAt" jsonschema:"When the device recorded the change: epoch milliseconds as a string of digits."`
 	ReceivedAt     Millis          `json:"receivedAt" jsonschema:"When the service received it: epoch milliseconds as a string of digits."`
@@ -159,6 +159,16 @@ type CollectionDescriptor struct {
 	Description    string `json:"description" jsonschema:"What its records are."`
 	StateKind      string `json:"stateKind" jsonschema:"Always received-shadow-snapshot."`
 	PayloadVersion int    `json:"payloadVersion" jsonschema:"Currently always 1."`
+}
+
+// CollectionSchema is a collection and the JSON Schema of its records'
+// data: the answer of the MCP tool describe_collection.
+type CollectionSchema struct {
+	Collection   string          `json:"collection" jsonschema:"The collection, as records carry it in collection and as walk_records and get_record take it."`
+	Description  string          `json:"description" jsonschema:"What its records are."`
+	ReadScope    string          `json:"readScope" jsonschema:"The scope that opens it for reading."`
+	CarriesFiles bool            `json:"carriesFiles" jsonschema:"true: each record names an uploaded file (data.asset), which list_assets lists with a download URL."`
+	DataSchema   json.RawMessage `json:"dataSchema" jsonschema:"The JSON Schema (draft 2020-12) of the data of the collection's records, self-contained (the shared definitions it uses under $defs): the schema the service validates ingest with, and the OpenAPI document's component of the collection's data."`
 }
 
 // FileItem is an entry of the assets endpoint (spec 2.7) and of the
