@@ -72,6 +72,17 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			IsError bool
 			Text    string
 		}
+		Typed struct {
+			PageValid, ForgedValid bool
+			Described              string
+			LiveChecked            int
+			Invalid                []any
+			ExtraMemberValid       bool
+			Unknown                struct {
+				IsError bool
+				Text    string
+			}
+		}
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), "stdout: %s", stdout.String())
 	require.Equal(t, rev1125, got.ProtocolVersion, "the TypeScript SDK's newest revision")
@@ -81,7 +92,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		require.True(t, tl.ReadOnly, tl.Name)
 		tools = append(tools, tl.Name)
 	}
-	require.ElementsMatch(t, []string{"list_restaurants", "list_collections", "walk_records", "get_record",
+	require.ElementsMatch(t, []string{"list_restaurants", "list_collections", "walk_records", "get_record", "describe_collection",
 		"list_deliveries", "get_delivery", "list_changes", "list_delivery_changes", "walk_all_records"}, tools)
 	require.Equal(t, 3, got.Pages, "5 records, 2 per page")
 	var want []string
@@ -91,5 +102,15 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	require.Equal(t, want, got.IDs)
 	require.True(t, got.Ungranted.IsError)
 	require.Equal(t, apperr.NotFoundDetail, got.Ungranted.Text)
+
+	// Typed records, as the TypeScript SDK and ajv read them.
+	require.True(t, got.Typed.PageValid, "a walk page fits walk_records' outputSchema")
+	require.False(t, got.Typed.ForgedValid, "a record that names no collection does not")
+	require.Equal(t, "areas", got.Typed.Described)
+	require.Equal(t, 5, got.Typed.LiveChecked)
+	require.Empty(t, got.Typed.Invalid, "every record's data fits describe_collection's schema")
+	require.False(t, got.Typed.ExtraMemberValid, "data with a member the schema lacks does not")
+	require.True(t, got.Typed.Unknown.IsError)
+	require.Contains(t, got.Typed.Unknown.Text, `parameter "collection": is not one of the 24 collections: restaurants, users, areas,`)
 	require.NotContains(t, a.logs.String(), secretOf(key))
 }

@@ -103,7 +103,7 @@ func TestMCPToolsAnswerAsREST(t *testing.T) {
 		t.Run(rev, func(t *testing.T) {
 			s := f.a.mcpConnect(t, f.keyA, rev)
 			require.ElementsMatch(t, []string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "list_assets",
-				"list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}, s.toolNames())
+				"describe_collection", "list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}, s.toolNames())
 
 			out := s.ok("list_restaurants", nil)
 			require.JSONEq(t, string(f.a.restBody(f.keyA, "/v1/restaurants")), string(out))
@@ -314,15 +314,15 @@ func TestMCPToolsFollowScopes(t *testing.T) {
 		"deliveries and images": {a.newKey(grant(restA, "deliveries:read", "delivery-images:read")),
 			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_deliveries", "list_delivery_changes", "get_delivery", "list_delivery_images"}},
 		"one collection without files": {a.newKey(grant(restA, "areas:read")),
-			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "describe_collection"}},
 		"a collection with files": {a.newKey(grant(restA, "drive-files:read")),
-			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "list_assets"}},
+			[]string{"list_restaurants", "list_changes", "walk_all_records", "list_collections", "walk_records", "get_record", "describe_collection", "list_assets"}},
 		"writes only": {a.newKey(grant(restA, "areas:write", "deliveries:write")), []string{"list_restaurants", "list_changes", "walk_all_records"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := a.mcpConnect(t, c.key, rev1125)
 			require.ElementsMatch(t, c.tools, s.toolNames())
-			for _, hidden := range []string{"walk_records", "list_deliveries", "list_delivery_images", "list_assets"} {
+			for _, hidden := range []string{"walk_records", "describe_collection", "list_deliveries", "list_delivery_images", "list_assets"} {
 				if slices.Contains(c.tools, hidden) {
 					continue
 				}
