@@ -257,6 +257,8 @@ func (a *API) routes() []route {
 				"key's budget. tools/list shows the tools the key can use somewhere: list_restaurants, list_changes, list_collections, " +
 				"walk_records, walk_all_records, get_record, list_assets, list_deliveries, list_delivery_changes, get_delivery, list_delivery_images; each calls the " +
 				"REST operation of the same data, with its access rules, cursors and messages (" + mcpPagesText + "). " +
+				"Records in tool results name their collection from an enum of the 24; describe_collection gives the JSON Schema " +
+				"a collection's data follows, this document's `<Collection>Data` component made self-contained. " +
 				"A failing tool answers a result with isError: true; protocol errors are JSON-RPC errors (an unknown method: " +
 				"-32601 with the call's id, 200 before protocol 2026-07-28); transport errors " +
 				"are problems. Other methods than POST are 405.",
