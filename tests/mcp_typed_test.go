@@ -127,8 +127,8 @@ func TestMCPDescribeCollection(t *testing.T) {
 		args any
 		want string
 	}{
-		"unknown collection": {map[string]any{"collection": "fridges"}, `parameter "collection": is not one of the 24 collections: restaurants, users, areas,`},
-		"a key as collection": {map[string]any{"collection": f.keyB}, `parameter "collection": is not one of the 24 collections`},
+		"unknown collection":     {map[string]any{"collection": "fridges"}, `parameter "collection": is not one of the 24 collections: restaurants, users, areas,`},
+		"a key as collection":    {map[string]any{"collection": f.keyB}, `parameter "collection": is not one of the 24 collections`},
 		"collection as a number": {map[string]any{"collection": 7}, `parameter "collection": must be a string`},
 		"no collection":          {map[string]any{}, `parameter "collection": is required`},
 		"an argument too many":   {map[string]any{"collection": "areas", "restaurantId": restA}, `parameter "restaurantId": is not an argument of describe_collection`},

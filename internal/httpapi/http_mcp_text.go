@@ -51,24 +51,7 @@ func renderText(tool string, out any) string {
 		writeNext(&b, tool, v.NextCursor)
 		writeChanges(&b, tool, v.ChangesCursor)
 	case wire.RecordFeedPage:
-		fmt.Fprintf(&b, "%s, stream after stream:", count(len(v.Data), "item"))
-		for _, it := range v.Data {
-			fmt.Fprintf(&b, "\n- %s ", it.RestaurantID)
-			if it.Record != nil {
-				writeEnvelope(&b, *it.Record)
-			} else if it.Delivery != nil {
-				b.WriteString("delivery ")
-				writeDelivery(&b, *it.Delivery)
-			}
-		}
-		for _, s := range v.Streams {
-			fmt.Fprintf(&b, "\nStream %s %s complete at head %d; to get only what changes in it from now on, call %s later with cursor %q.",
-				s.RestaurantID, s.Stream, int64(s.Head), streamTool(s.Stream), s.ChangesCursor)
-		}
-		writeNext(&b, tool, v.NextCursor)
-		if v.ChangesCursor != nil {
-			fmt.Fprintf(&b, "\nTo learn which streams changed while and since the feed ran, call list_changes with cursor %q (it never expires).", *v.ChangesCursor)
-		}
+		writeFeed(&b, tool, v)
 	case wire.Delivery:
 		writeDelivery(&b, v)
 	case List[wire.FileItem]:
@@ -86,6 +69,29 @@ func renderText(tool string, out any) string {
 		b.Write(j)
 	}
 	return b.String()
+}
+
+// writeFeed is a page of the records feed: its items, the streams it
+// finished and how to go on.
+func writeFeed(b *strings.Builder, tool string, v wire.RecordFeedPage) {
+	fmt.Fprintf(b, "%s, stream after stream:", count(len(v.Data), "item"))
+	for _, it := range v.Data {
+		fmt.Fprintf(b, "\n- %s ", it.RestaurantID)
+		if it.Record != nil {
+			writeEnvelope(b, *it.Record)
+		} else if it.Delivery != nil {
+			b.WriteString("delivery ")
+			writeDelivery(b, *it.Delivery)
+		}
+	}
+	for _, s := range v.Streams {
+		fmt.Fprintf(b, "\nStream %s %s complete at head %d; to get only what changes in it from now on, call %s later with cursor %q.",
+			s.RestaurantID, s.Stream, int64(s.Head), streamTool(s.Stream), s.ChangesCursor)
+	}
+	writeNext(b, tool, v.NextCursor)
+	if v.ChangesCursor != nil {
+		fmt.Fprintf(b, "\nTo learn which streams changed while and since the feed ran, call list_changes with cursor %q (it never expires).", *v.ChangesCursor)
+	}
 }
 
 // writeRestaurants lists restaurants with their scopes, one line per run

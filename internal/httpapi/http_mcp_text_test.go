@@ -61,3 +61,12 @@ func TestRenderTextOfRestaurants(t *testing.T) {
 	require.Equal(t, 2, strings.Count(text, "\n")+1)
 	require.Less(t, len(text), 200_000)
 }
+
+// A collection's schema reads as what the collection is and the schema
+// itself, for a model that sees only text.
+func TestRenderTextOfCollectionSchema(t *testing.T) {
+	out := wire.CollectionSchema{Collection: "areas", Description: "Zones of the restaurant.", ReadScope: "areas:read",
+		DataSchema: []byte(`{"type":"object"}`)}
+	require.Equal(t, "areas: Zones of the restaurant. Read scope areas:read; carries files: false. "+
+		"The data of its records follows this JSON Schema (draft 2020-12):\n{\"type\":\"object\"}", renderText("describe_collection", out))
+}
