@@ -243,7 +243,7 @@ func (a *API) sdkFailure(status int, text string) error {
 // know before it calls any tool.
 const mcpInstructions = "Food-safety records of restaurants (deliveries, temperatures, cleaning, cooling, traceability...) " +
 	"as the partner API serves them, limited to what this API key may read. Start with list_restaurants, then " +
-	"list_collections for a restaurant. Timestamps are epoch milliseconds as strings of digits (text output adds the " +
+	"list_collections for a restaurant; describe_collection gives the JSON Schema of a collection's record data. Timestamps are epoch milliseconds as strings of digits (text output adds the " +
 	"UTC date in brackets). Lists come in pages: pass a result's nextCursor as cursor, with every other argument " +
 	"unchanged, until nextCursor is null. " + emptyCaveat
 
