@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
@@ -67,18 +68,23 @@ type FeedPage struct {
 // it knows how large the records are: a page of 500 records of 1 MiB
 // would otherwise read 500 MiB to return one. Later reads of the page
 // fetch what the rest of the byte budget holds at the size seen so far.
-const feedFirstRows = 64
+const feedFirstRows = 2
 
 // feedItemOverhead estimates the JSON of an item beyond its variable
 // text (member names, timestamps, sequence, booleans).
 const feedItemOverhead = 240
 
 // feedStream is a stream a page reads: from its start (in nil) or from a
-// position inside it; head is its position when listed (-1: unknown).
+// position inside it. head bounds the items it has left: its head when
+// listed (a stream holds at most one record per position), the pin less
+// the position inside a collection's walk, -1 when unknown.
 type feedStream struct {
 	restaurantID, stream string
 	head                 int64
 	in                   *WalkPos
+	// listed: head is the listing's, for the whole stream (the page
+	// learns from it how far heads overstate items).
+	listed bool
 }
 
 // feedFill is a page being filled.
@@ -89,6 +95,11 @@ type feedFill struct {
 	// at is where the page stands: after its last ended stream, or inside
 	// the stream it is reading.
 	at FeedAt
+	// items and bound of the listed streams the page ended: how many
+	// items their heads promised at most (bound, each head taken up to
+	// the limit) and how many they held. Records updated many times make
+	// heads overstate items; planning expects bound's share of a head.
+	endedItems, endedBound int
 }
 
 func (f *feedFill) rem() int { return f.p.Limit - len(f.page.Items) }
@@ -97,26 +108,38 @@ func (f *feedFill) full() bool {
 	return len(f.page.Items) >= f.p.Limit || (len(f.page.Items) > 0 && f.bytes >= f.p.MaxBytes)
 }
 
-// rowBudget is how many rows the next read of the page may fetch.
+// rowBudget is how many rows the next round may expect to take: what is
+// left of the limit, and of the byte budget at the size seen so far.
 func (f *feedFill) rowBudget() int {
 	n := len(f.page.Items)
 	if n == 0 {
 		return min(f.rem(), feedFirstRows)
 	}
 	avg := max(f.bytes/n, 1)
-	return max(1, min(f.rem(), (f.p.MaxBytes-f.bytes)/avg+1))
+	return max(1, min(f.rem(), (f.p.MaxBytes-f.bytes+avg-1)/avg))
+}
+
+// yield is the share of a head that streams ended so far held as items
+// (1 before any): heads count writes, so records updated many times make
+// them overstate.
+func (f *feedFill) yield() float64 {
+	if f.endedBound == 0 {
+		return 1
+	}
+	return float64(f.endedItems) / float64(f.endedBound)
 }
 
 // RecordFeed reads one page of the feed from p.At: the stream it stands
 // in first, then the streams that hold data after it (StreamsChanged from
-// the zero snapshot, which lists exactly those), whose first pages are
-// read as one pipeline (pgrows.FeedReads) instead of a round trip each. A
+// the zero snapshot, which lists exactly those), whose reads are sent as
+// one pipeline (pgrows.FeedReads) a round instead of a round trip each. A
 // page costs what it holds: the streams listed are at most the items it
-// may still take (each holds at least one), and the rows read are bounded
+// may still take (each holds at least one), each round reads the streams
+// its items are expected from (feedRound), and the rows read are bounded
 // by the stream heads and the row budget, so empty streams are never
 // looked at and a large stream is read a page at a time.
 func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, error) {
-	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, feedFirstRows))}, at: p.At}
+	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, 64))}, at: p.At}
 	var queue []feedStream
 	if p.At.In != nil && !reads(p.Groups, StreamHead{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}) {
 		// Signed is not trusted (cursor.Codec.Open): a position inside a
@@ -125,11 +148,11 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 		f.at.In = nil
 	}
 	if p.At.In != nil {
-		queue = append(queue, feedStream{restaurantID: p.At.RestaurantID, stream: p.At.Stream, head: -1, in: p.At.In})
+		queue = append(queue, resumed(p.At.RestaurantID, p.At.Stream, p.At.In))
 	}
 	listAfter := FeedAt{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}
 	exhausted := false
-	for round := 0; !f.full(); round++ {
+	for !f.full() {
 		if len(queue) == 0 {
 			if exhausted {
 				break
@@ -143,7 +166,7 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 			exhausted = len(heads) <= want
 			heads = heads[:min(len(heads), want)]
 			for _, h := range heads {
-				queue = append(queue, feedStream{restaurantID: h.RestaurantID, stream: h.Stream, head: h.Head})
+				queue = append(queue, feedStream{restaurantID: h.RestaurantID, stream: h.Stream, head: h.Head, listed: true})
 			}
 			if len(heads) == 0 {
 				break
@@ -152,7 +175,7 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 			listAfter = FeedAt{RestaurantID: last.RestaurantID, Stream: last.Stream}
 		}
 		var err error
-		if queue, err = s.feedRound(ctx, f, queue, round); err != nil {
+		if queue, err = s.feedRound(ctx, f, queue); err != nil {
 			return FeedPage{}, err
 		}
 	}
@@ -174,34 +197,53 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 	return f.page, nil
 }
 
-// feedRound reads the first streams of queue in one pipeline and takes
-// their items into the page, in order, until it is full. It returns the
-// streams still to read: a stream left part-read comes first, with its
-// position.
-func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, round int) ([]feedStream, error) {
-	rem, budget := f.rem(), f.rowBudget()
-	// Each stream read before another gives at least one item, so stream k
-	// can add at most rem-k; none holds more items than its head. Streams
-	// are added while the rows they may return fit the budget, and at
-	// least 2^round of them, so streams whose heads overstate their items
-	// (records updated many times) take few rounds.
-	var reads []pgrows.FeedRead
-	caps := make([]int, 0, len(queue))
-	used := 0
+// resumed is a stream read again from a position inside it: a walk has at
+// most as many items left as positions between it and its pin.
+func resumed(restaurantID, stream string, in *WalkPos) feedStream {
+	st := feedStream{restaurantID: restaurantID, stream: stream, head: -1, in: in}
+	if stream != DeliveryStream {
+		st.head = max(in.Pinned-in.After, 0)
+	}
+	return st
+}
+
+// feedPlan picks the streams of a round and the rows each may fetch.
+//
+// Stream k of a round has at least k items before it (each stream holds
+// one), so it may take at most budget-k rows, and never more than its
+// head: with these caps, a stream that holds more than its cap fills the
+// page (or the row budget), and no read after it is wasted. Streams are
+// added while the items expected before them (their caps, at the share of
+// heads earlier streams held) leave the budget unfilled, so a round reads
+// the streams the page needs and about no more; records updated many times
+// (heads that overstate) lower that share and widen the next round, instead
+// of one stream a round. Streams added beyond what the caps alone promise
+// to fill are read with about the items expected of them, so that a large
+// one among them costs its share, not the page.
+func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, caps []int) {
+	budget, share := f.rowBudget(), f.yield()
+	promised, expected := 0, 0.0
 	for k, st := range queue {
-		if k > 0 && (k >= rem || (used >= budget && k >= 1<<min(round, 16))) {
+		if k > 0 && (k >= budget || expected >= float64(budget)) {
 			break
 		}
-		c := rem - k
+		c := max(1, budget-k)
 		if st.head >= 0 {
-			c = min(c, int(st.head))
+			c = max(1, min(c, int(st.head)))
 		}
-		c = max(1, min(c, budget-used))
-		used += c
+		expected += share * float64(c)
+		if promised >= budget {
+			c = min(c, max(2, int(math.Ceil(2*share*float64(c)))))
+		}
+		promised += c
 		caps = append(caps, c)
-		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c + 1)}
+		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c)}
 		if st.stream != DeliveryStream {
 			r.Collection = st.stream
+		} else {
+			// A delivery has no pin to say the stream ended: one row
+			// more tells.
+			r.MaxRows++
 		}
 		if st.in != nil {
 			r.After = st.in.After
@@ -212,24 +254,41 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 		}
 		reads = append(reads, r)
 	}
+	return reads, caps
+}
+
+// feedRound reads the first streams of queue in one pipeline (feedPlan)
+// and takes their items into the page, in order, until it is full. It
+// returns the streams still to read: a stream left part-read comes first,
+// with its position.
+func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) ([]feedStream, error) {
+	reads, _ := f.feedPlan(queue)
 	results, err := pgrows.FeedReads(ctx, s.pool, reads)
 	if err != nil {
 		return nil, translate(err)
 	}
 	for k, st := range queue[:len(reads)] {
-		more, err := f.take(st, reads[k], caps[k], results[k])
+		taken := len(f.page.Items)
+		more, err := f.take(st, reads[k], results[k])
 		if err != nil {
 			return nil, err
 		}
+		taken = len(f.page.Items) - taken
 		if more {
 			// Part-read: it comes first in the next round (or page); the
 			// streams read after it are read again.
-			rest := append([]feedStream{{restaurantID: st.restaurantID, stream: st.stream, head: -1, in: f.at.In}}, queue[k+1:]...)
-			if f.at.In == nil {
-				// Not one item taken: it starts again where it was.
-				rest[0].in = st.in
+			next := st
+			if f.at.In != nil && f.at.RestaurantID == st.restaurantID && f.at.Stream == st.stream {
+				next = resumed(st.restaurantID, st.stream, f.at.In)
+				if st.stream == DeliveryStream && st.head >= 0 {
+					next.head = max(st.head-int64(taken), 0)
+				}
 			}
-			return rest, nil
+			return append([]feedStream{next}, queue[k+1:]...), nil
+		}
+		if st.listed {
+			f.endedItems += taken
+			f.endedBound += max(1, min(int(st.head), f.p.Limit))
 		}
 		if f.full() {
 			return queue[k+1:], nil
@@ -239,12 +298,15 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream, 
 }
 
 // take adds the items of one stream read to the page until it is full;
-// more reports that the stream holds more than the page took.
-func (f *feedFill) take(st feedStream, r pgrows.FeedRead, limit int, rows pgrows.FeedRows) (more bool, err error) {
+// more reports that the stream may hold more than the page took. A walk
+// ended once it returned the version at its pin (the walk stops there);
+// its read returns exactly the rows up to some position, whichever branch
+// of the statement each came from, so the page takes them all.
+func (f *feedFill) take(st feedStream, r pgrows.FeedRead, rows pgrows.FeedRows) (more bool, err error) {
 	if r.Collection == "" {
-		return f.takeDeliveries(st, limit, rows.Deliveries)
+		return f.takeDeliveries(st, int(r.MaxRows), rows.Deliveries)
 	}
-	page := walkRowsPage(st.restaurantID, st.stream, limit, r.Pinned, rows.Walk)
+	page := walkRowsPage(st.restaurantID, st.stream, len(rows.Walk), r.Pinned, rows.Walk)
 	for i := range page.Records {
 		if f.full() {
 			return true, nil
@@ -254,7 +316,7 @@ func (f *feedFill) take(st feedStream, r pgrows.FeedRead, limit int, rows pgrows
 		f.bytes += envelopeSize(e)
 		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{Pinned: page.Pinned, After: int64(e.Sequence)}}
 	}
-	if page.Next != nil {
+	if n := len(page.Records); n > 0 && int64(page.Records[n-1].Sequence) < page.Pinned {
 		return true, nil
 	}
 	f.end(st, page.Pinned)
@@ -262,14 +324,14 @@ func (f *feedFill) take(st feedStream, r pgrows.FeedRead, limit int, rows pgrows
 }
 
 // takeDeliveries is take for the deliveries stream.
-func (f *feedFill) takeDeliveries(st feedStream, limit int, rows []db.Delivery) (more bool, err error) {
+func (f *feedFill) takeDeliveries(st feedStream, maxRows int, rows []db.Delivery) (more bool, err error) {
 	last := int64(0)
 	if st.in != nil {
 		last = st.in.After
 	}
 	var dec tempsDecoder
-	for i, r := range rows {
-		if i == limit || f.full() {
+	for _, r := range rows {
+		if f.full() {
 			return true, nil
 		}
 		d, err := dec.fromRow(r)
@@ -280,6 +342,10 @@ func (f *feedFill) takeDeliveries(st feedStream, limit int, rows []db.Delivery) 
 		f.bytes += deliverySize(&d)
 		last = r.ReceivedSequence
 		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{After: last}}
+	}
+	if len(rows) >= maxRows {
+		// As many as asked for: there may be more.
+		return true, nil
 	}
 	f.end(st, last)
 	return false, nil

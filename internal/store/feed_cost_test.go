@@ -1,0 +1,183 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+// statementCounter is a pgx tracer that counts what the store sends:
+// statements (alone or in a pipeline), round trips (a statement alone or
+// a pipeline) and the rows PostgreSQL returned to pipelined statements
+// (the feed reads streams only in pipelines, and lists them alone).
+type statementCounter struct {
+	statements, roundTrips, rows atomic.Int64
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.statements.Add(1)
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.roundTrips.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.statements.Add(1)
+	if d.CommandTag.Select() {
+		c.rows.Add(d.CommandTag.RowsAffected())
+	}
+}
+
+func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// take returns the counts since the last call and starts again.
+func (c *statementCounter) take() (statements, roundTrips, rows int) {
+	return int(c.statements.Swap(0)), int(c.roundTrips.Swap(0)), int(c.rows.Swap(0))
+}
+
+// feedPageCost is what one feed page returned and what reading it cost.
+type feedPageCost struct {
+	items, bytes, statements, roundTrips, rows int
+}
+
+// feedCosts reads a whole feed, page by page, through a store whose
+// statements c counts, and returns its items (as feedAll) and each page's
+// cost.
+func feedCosts(t *testing.T, st *store.Store, c *statementCounter, groups []store.StreamGroup, limit, maxBytes int) (items []string, costs []feedPageCost) {
+	t.Helper()
+	at := store.FeedAt{}
+	for len(costs) < 10_000 {
+		c.take()
+		p, err := st.RecordFeed(context.Background(), store.RecordFeedParams{Groups: groups, At: at, Limit: limit, MaxBytes: maxBytes})
+		require.NoError(t, err)
+		statements, roundTrips, rows := c.take()
+		cost := feedPageCost{items: len(p.Items), statements: statements, roundTrips: roundTrips, rows: rows}
+		for _, it := range p.Items {
+			items = append(items, it.RestaurantID+"/"+it.Stream+"/"+it.Record.ID)
+			cost.bytes += len(it.Record.Data)
+		}
+		costs = append(costs, cost)
+		if p.Next == nil {
+			return items, costs
+		}
+		at = *p.Next
+	}
+	t.Fatal("the feed never ended")
+	return nil, nil
+}
+
+// openCountedStore is openStore with every statement counted.
+func openCountedStore(t *testing.T) (*store.Store, *statementCounter) {
+	t.Helper()
+	c := &statementCounter{}
+	st, err := store.Open(context.Background(), testdb.URL(t), c)
+	require.NoError(t, err)
+	t.Cleanup(st.Close)
+	return st, c
+}
+
+// ingestAll writes each restaurant's records (collection, id and data
+// per write, in order) through the store's ingest, restaurants in
+// parallel.
+func ingestAll(t *testing.T, st *store.Store, writes map[string][][3]string) {
+	t.Helper()
+	ctx := context.Background()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, 4)
+	)
+	for r, ws := range writes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for i, w := range ws {
+				m := fmt.Sprintf("%s-%d", r, i)
+				d := sha256.Sum256([]byte(m))
+				_, _, err := st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: r, Collection: w[0], RecordID: w[1]},
+					MutationID: m, Data: []byte(w[2]), CapturedAt: 7, PayloadVersion: 1, RequestSHA256: d[:]}, 11)
+				if err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, first)
+}
+
+// A feed page costs about its rows whatever the streams' shapes: over
+// data shaped like production (most streams of 1 to 4 records, a fifth
+// of the records written twice so heads overstate, a few streams of 250
+// records), every page at every limit sends at most its items plus a few
+// statements, in at most eight round trips, and fetches at most twice
+// its items in rows. The planner before this one sent thousands of
+// statements for some pages: a stream left part-read sent every later
+// stream of the page back to reads of one row.
+func TestRecordFeedPageCostsItsRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	collections := []string{"areas", "products", "suppliers", "users"}
+	var restaurants []string
+	writes := map[string][][3]string{}
+	var want []string
+	for i := range 160 {
+		r := fmt.Sprintf("r%03d", i)
+		restaurants = append(restaurants, r)
+		for j, c := range collections {
+			n := 0
+			switch {
+			case i%40 == 7 && c == "products":
+				n = 250
+			case (i*7+j*3)%5 == 0:
+				continue
+			default:
+				n = 1 + (i*3+j*5)%4
+			}
+			for k := range n {
+				id := fmt.Sprintf("%s%03d", c[:1], k)
+				data := fmt.Sprintf(`{"name":%q,"isDeleted":false}`, strings.Repeat("n", 40+(i+k)%60))
+				writes[r] = append(writes[r], [3]string{c, id, data})
+				if (i+j+k)%5 == 0 {
+					writes[r] = append(writes[r], [3]string{c, id, data})
+				}
+				want = append(want, r+"/"+c+"/"+id)
+			}
+		}
+	}
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
+	require.NoError(t, err)
+	ingestAll(t, st, writes)
+	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: collections}}
+	for _, limit := range []int{100, 500} {
+		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
+		require.Equal(t, want, items, "limit %d: every record once, in order", limit)
+		for i, c := range costs {
+			require.LessOrEqual(t, c.statements, c.items+8, "limit %d, page %d of %d: statements %+v", limit, i, len(costs), c)
+			require.LessOrEqual(t, c.roundTrips, 8, "limit %d, page %d: round trips %+v", limit, i, c)
+			require.LessOrEqual(t, c.rows, 2*c.items+8, "limit %d, page %d: rows fetched %+v", limit, i, c)
+		}
+	}
+}
