@@ -67,7 +67,10 @@ type FeedPage struct {
 // feedFirstRows bounds the rows the first read of a page fetches, before
 // it knows how large the records are: a page of 500 records of 1 MiB
 // would otherwise read 500 MiB to return one. Later reads of the page
-// fetch what the rest of the byte budget holds at the size seen so far.
+// fetch what the rest of the byte budget holds at the largest size seen
+// so far (rowBudget), so a page of large records reads about what it
+// returns: the records of a page of 1 MiB, and at most one more. Two
+// rows cost a page of small records one round trip to learn their size.
 const feedFirstRows = 2
 
 // feedItemOverhead estimates the JSON of an item beyond its variable
@@ -92,6 +95,8 @@ type feedFill struct {
 	p     RecordFeedParams
 	page  FeedPage
 	bytes int
+	// largest is the size of the largest item taken.
+	largest int
 	// at is where the page stands: after its last ended stream, or inside
 	// the stream it is reading.
 	at FeedAt
@@ -109,14 +114,22 @@ func (f *feedFill) full() bool {
 }
 
 // rowBudget is how many rows the next round may expect to take: what is
-// left of the limit, and of the byte budget at the size seen so far.
+// left of the limit, and of the byte budget at the largest item size seen
+// so far (records of one stream or one key are often of a size, so the
+// byte budget is reached at about the row it is planned to be).
 func (f *feedFill) rowBudget() int {
-	n := len(f.page.Items)
-	if n == 0 {
+	if len(f.page.Items) == 0 {
 		return min(f.rem(), feedFirstRows)
 	}
-	avg := max(f.bytes/n, 1)
-	return max(1, min(f.rem(), (f.p.MaxBytes-f.bytes+avg-1)/avg))
+	left := max(f.p.MaxBytes-f.bytes, 0)
+	return max(1, min(f.rem(), (left+f.largest-1)/f.largest))
+}
+
+// add takes an item of size n into the page.
+func (f *feedFill) add(it FeedItem, n int) {
+	f.page.Items = append(f.page.Items, it)
+	f.bytes += n
+	f.largest = max(f.largest, n)
 }
 
 // yield is the share of a head that streams ended so far held as items
@@ -312,8 +325,7 @@ func (f *feedFill) take(st feedStream, r pgrows.FeedRead, rows pgrows.FeedRows) 
 			return true, nil
 		}
 		e := &page.Records[i]
-		f.page.Items = append(f.page.Items, FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Record: e})
-		f.bytes += envelopeSize(e)
+		f.add(FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Record: e}, envelopeSize(e))
 		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{Pinned: page.Pinned, After: int64(e.Sequence)}}
 	}
 	if n := len(page.Records); n > 0 && int64(page.Records[n-1].Sequence) < page.Pinned {
@@ -338,8 +350,7 @@ func (f *feedFill) takeDeliveries(st feedStream, maxRows int, rows []db.Delivery
 		if err != nil {
 			return false, err
 		}
-		f.page.Items = append(f.page.Items, FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Delivery: &d})
-		f.bytes += deliverySize(&d)
+		f.add(FeedItem{RestaurantID: st.restaurantID, Stream: st.stream, Delivery: &d}, deliverySize(&d))
 		last = r.ReceivedSequence
 		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{After: last}}
 	}

@@ -181,3 +181,42 @@ func TestRecordFeedPageCostsItsRows(t *testing.T) {
 		}
 	}
 }
+
+// A feed page of large records reads about what it returns, in bytes as
+// in rows: over records of 400 kB (a page of 1 MiB holds three), each
+// page fetches at most one record more than it returns, whether it starts
+// inside a stream or crosses several, and every record comes once, in
+// order. Before, the first read of each page fetched up to 64 records to
+// learn their size.
+func TestRecordFeedReadsWhatItReturns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	const size = 400_000
+	data := fmt.Sprintf(`{"name":%q,"isDeleted":false}`, strings.Repeat("x", size-29))
+	require.Equal(t, size, len(data))
+	restaurants := []string{"big", "s1", "s2", "s3", "s4"}
+	writes := map[string][][3]string{}
+	var want []string
+	for _, r := range restaurants {
+		n := 2
+		if r == "big" {
+			n = 9
+		}
+		for k := range n {
+			id := fmt.Sprintf("u%d", k)
+			writes[r] = append(writes[r], [3]string{"users", id, data})
+			want = append(want, r+"/users/"+id)
+		}
+	}
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
+	require.NoError(t, err)
+	ingestAll(t, st, writes)
+	groups := []store.StreamGroup{{Restaurants: []string{"big", "s1", "s2", "s3", "s4"}, Streams: []string{"users"}}}
+	items, costs := feedCosts(t, st, counter, groups, 500, 1<<20)
+	require.Equal(t, want, items)
+	for i, c := range costs {
+		require.LessOrEqual(t, c.rows*size, c.bytes+size, "page %d of %d: bytes read, returned and one record: %+v", i, len(costs), c)
+		require.GreaterOrEqual(t, c.items, 2, "page %d: a page of 1 MiB holds 2 or 3 of them (the last may hold 1)", i)
+	}
+}
