@@ -29,6 +29,11 @@
 // and serve's peak resident set (VmHWM) after eight GET /v1/restaurants
 // at once, without and with gzip.
 //
+// Then the records feed over data shaped like production (FEED_RESTAURANTS
+// restaurants, default 20,000, of three collection streams of 1 to 4
+// records, a few of 2,000): a first sync's pages (GET /v1/records, limit
+// 500), their time in all and the p50, p90 and max of a page.
+//
 // Then the walk curve: for each size in WALK_SIZES (default
 // 100000,1000000) a collection of that many records of a restaurant of
 // its own, ANALYZEd, and the p50 of WALK_CALLS first pages and of as many
@@ -106,6 +111,9 @@ type bench struct {
 type settings struct {
 	sizes, walkSizes           []int
 	polls, mcpCalls, walkCalls int
+	// feedRestaurants sizes the production-shaped feed (FEED_RESTAURANTS,
+	// default 20,000).
+	feedRestaurants int
 }
 
 func readSettings() (settings, error) {
@@ -124,7 +132,8 @@ func readSettings() (settings, error) {
 	counts := []struct {
 		name, def string
 		into      *int
-	}{{"POLLS", "30", &st.polls}, {"MCP_CALLS", "10", &st.mcpCalls}, {"WALK_CALLS", "30", &st.walkCalls}}
+	}{{"POLLS", "30", &st.polls}, {"MCP_CALLS", "10", &st.mcpCalls}, {"WALK_CALLS", "30", &st.walkCalls},
+		{"FEED_RESTAURANTS", "20000", &st.feedRestaurants}}
 	for _, c := range counts {
 		v, err := ints(c.name, c.def)
 		if err != nil {
@@ -182,6 +191,11 @@ func run(ctx context.Context) error {
 	}
 	if err := b.largeKeyUnderLoad(ctx, dir, maxSize, keys[maxSize]); err != nil {
 		return fmt.Errorf("%d restaurants under load: %w", maxSize, err)
+	}
+	if st.feedRestaurants > 0 {
+		if err := b.feedRows(ctx, dir, st.feedRestaurants); err != nil {
+			return fmt.Errorf("feed of %d restaurants: %w", st.feedRestaurants, err)
+		}
 	}
 	for _, n := range walkSizes {
 		if err := b.walkCurve(ctx, dir, n, st.walkCalls); err != nil {
