@@ -186,7 +186,9 @@ bench-traces: build
 ## restaurants x 25 read scopes, default 200,2000,20000: create, first
 ## request, full GET /v1/changes listing, poll, MCP, /v1/restaurants in each
 ## coding) and a walk page by table size (WALK_SIZES records, default
-## 100000,1000000; add 10000000 for the 10^7 point, which takes long),
+## 100000,1000000; add 10000000 for the 10^7 point, which takes long)
+## and the records feed over FEED_RESTAURANTS production-shaped
+## restaurants (default 20000: page p50, p90, max),
 ## against `foodsafe serve` on a database foodsafe_scale it creates on
 ## DATABASE_URL's server (tests/load/scale). Not part of make test.
 bench-scale: build

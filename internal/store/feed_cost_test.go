@@ -174,6 +174,13 @@ func TestRecordFeedPageCostsItsRows(t *testing.T) {
 	for _, limit := range []int{100, 500} {
 		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
 		require.Equal(t, want, items, "limit %d: every record once, in order", limit)
+		most := feedPageCost{}
+		for _, c := range costs {
+			most.statements, most.roundTrips = max(most.statements, c.statements), max(most.roundTrips, c.roundTrips)
+			most.rows, most.items = max(most.rows, c.rows), max(most.items, c.items)
+		}
+		t.Logf("limit %d: %d pages of at most %d items; the most a page sent: %d statements, %d round trips, %d rows fetched",
+			limit, len(costs), most.items, most.statements, most.roundTrips, most.rows)
 		for i, c := range costs {
 			require.LessOrEqual(t, c.statements, c.items+8, "limit %d, page %d of %d: statements %+v", limit, i, len(costs), c)
 			require.LessOrEqual(t, c.roundTrips, 8, "limit %d, page %d: round trips %+v", limit, i, c)
