@@ -88,6 +88,10 @@ type feedStream struct {
 	// listed: head is the listing's, for the whole stream (the page
 	// learns from it how far heads overstate items).
 	listed bool
+	// read and rows: what a round read of it and the page has not taken
+	// yet, because a stream before it was left part-read.
+	read *pgrows.FeedRead
+	rows pgrows.FeedRows
 }
 
 // feedFill is a page being filled.
@@ -233,11 +237,11 @@ func resumed(restaurantID, stream string, in *WalkPos) feedStream {
 // of one stream a round. Streams added beyond what the caps alone promise
 // to fill are read with about the items expected of them, so that a large
 // one among them costs its share, not the page.
-func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, caps []int) {
+func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead) {
 	budget, share := f.rowBudget(), f.yield()
 	promised, expected := 0, 0.0
 	for k, st := range queue {
-		if k > 0 && (k >= budget || expected >= float64(budget)) {
+		if st.read != nil || k > 0 && (k >= budget || expected >= float64(budget)) {
 			break
 		}
 		c := max(1, budget-k)
@@ -249,7 +253,6 @@ func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, caps [
 			c = min(c, max(2, int(math.Ceil(2*share*float64(c)))))
 		}
 		promised += c
-		caps = append(caps, c)
 		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c)}
 		if st.stream != DeliveryStream {
 			r.Collection = st.stream
@@ -267,30 +270,37 @@ func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, caps [
 		}
 		reads = append(reads, r)
 	}
-	return reads, caps
+	return reads
 }
 
 // feedRound reads the first streams of queue in one pipeline (feedPlan)
 // and takes their items into the page, in order, until it is full. It
 // returns the streams still to read: a stream left part-read comes first,
-// with its position.
+// with its position, and the streams read after it keep what was read of
+// them, taken once it ends (no read is sent twice).
 func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) ([]feedStream, error) {
-	reads, _ := f.feedPlan(queue)
-	results, err := pgrows.FeedReads(ctx, s.pool, reads)
-	if err != nil {
-		return nil, translate(err)
+	if reads := f.feedPlan(queue); len(reads) > 0 {
+		results, err := pgrows.FeedReads(ctx, s.pool, reads)
+		if err != nil {
+			return nil, translate(err)
+		}
+		for k := range reads {
+			queue[k].read, queue[k].rows = &reads[k], results[k]
+		}
 	}
-	for k, st := range queue[:len(reads)] {
+	for k, st := range queue {
+		if st.read == nil {
+			return queue[k:], nil
+		}
 		taken := len(f.page.Items)
-		more, err := f.take(st, reads[k], results[k])
+		more, err := f.take(st, *st.read, st.rows)
 		if err != nil {
 			return nil, err
 		}
 		taken = len(f.page.Items) - taken
 		if more {
-			// Part-read: it comes first in the next round (or page); the
-			// streams read after it are read again.
-			next := st
+			// Part-read: it comes first in the next round (or page).
+			next := feedStream{restaurantID: st.restaurantID, stream: st.stream, head: st.head, in: st.in}
 			if f.at.In != nil && f.at.RestaurantID == st.restaurantID && f.at.Stream == st.stream {
 				next = resumed(st.restaurantID, st.stream, f.at.In)
 				if st.stream == DeliveryStream && st.head >= 0 {
@@ -307,7 +317,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) 
 			return queue[k+1:], nil
 		}
 	}
-	return queue[len(reads):], nil
+	return nil, nil
 }
 
 // take adds the items of one stream read to the page until it is full;
