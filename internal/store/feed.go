@@ -94,10 +94,12 @@ type feedStream struct {
 	// listed: head is the listing's, for the whole stream (the page
 	// learns from it how far heads overstate items).
 	listed bool
-	// read and rows: what a round read of it and the page has not taken
-	// yet, because a stream before it was left part-read.
-	read *pgrows.FeedRead
-	rows pgrows.FeedRows
+	// read and rows: what rounds read of it and the page has not taken
+	// yet, because a stream before it was left part-read; partRead: the
+	// stream may hold more than rows.
+	read     *pgrows.FeedRead
+	rows     pgrows.FeedRows
+	partRead bool
 }
 
 // feedFill is a page being filled.
@@ -235,7 +237,8 @@ func resumed(restaurantID, stream string, in *WalkPos) feedStream {
 	return st
 }
 
-// feedPlan picks the streams of a round and the rows each may fetch.
+// feedPlan picks the reads of a round and, for each, the stream of queue
+// it reads (of).
 //
 // Stream k of a round has at least k items before it (each stream holds
 // one), so it may take at most budget-k rows, and never more than its
@@ -247,19 +250,32 @@ func resumed(restaurantID, stream string, in *WalkPos) feedStream {
 // (heads that overstate) lower that share and widen the next round, instead
 // of one stream a round. Streams added beyond what the caps alone promise
 // to fill are read with about the items expected of them, so that a large
-// one among them costs its share, not the page.
-func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead) {
+// one among them costs its share, not the page; the streams a round left
+// part-read are continued together in the next (from what it read of
+// them), not one round each.
+func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, of []int) {
 	budget, share := f.rowBudget(), f.yield()
 	promised, expected := 0, 0.0
 	for k, st := range queue {
-		if st.read != nil || k > 0 && (k >= budget || expected >= float64(budget)) {
+		if k > 0 && (k >= budget || expected >= float64(budget)) {
 			break
 		}
-		c := max(1, budget-k)
-		if st.head >= 0 {
-			c = max(1, min(c, int(st.head)))
+		in, head, held := st.next()
+		expected += float64(held)
+		promised += held
+		if in == nil && st.read != nil {
+			continue // read whole already
 		}
-		expected += share * float64(c)
+		c := max(1, budget-k-held)
+		if head >= 0 {
+			c = max(1, min(c, int(head)))
+		}
+		if st.read != nil {
+			// A stream that held more than it was read for: expect its head.
+			expected += float64(c)
+		} else {
+			expected += share * float64(c)
+		}
 		if promised >= budget {
 			c = min(c, max(2, int(math.Ceil(2*share*float64(c)))))
 		}
@@ -272,31 +288,112 @@ func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead) {
 			// more tells.
 			r.MaxRows++
 		}
-		if st.in != nil {
-			r.After = st.in.After
+		if in != nil {
+			r.After = in.After
 			if r.Collection != "" {
-				pinned := st.in.Pinned
+				pinned := in.Pinned
 				r.Pinned = &pinned
 			}
 		}
 		reads = append(reads, r)
+		of = append(of, k)
 	}
-	return reads
+	return reads, of
 }
 
-// feedRound reads the first streams of queue in one pipeline (feedPlan)
-// and takes their items into the page, in order, until it is full. It
-// returns the streams still to read: a stream left part-read comes first,
-// with its position, and the streams read after it keep what was read of
-// them, taken once it ends (no read is sent twice).
+// next is where the next read of st starts (in nil: at its start; nil
+// with st.read set: nothing left to read), the items it may hold from
+// there (-1: unknown) and the rows already read of it (held).
+func (st *feedStream) next() (in *WalkPos, head int64, held int) {
+	if st.read == nil {
+		return st.in, st.head, 0
+	}
+	if !st.partRead {
+		return nil, 0, st.held()
+	}
+	if st.read.Collection == "" {
+		d := st.rows.Deliveries
+		head = -1
+		if st.head >= 0 {
+			head = max(st.head-int64(len(d)), 0)
+		}
+		return &WalkPos{After: d[len(d)-1].ReceivedSequence}, head, len(d)
+	}
+	pin, last := walkEnd(*st.read, st.rows.Walk)
+	return &WalkPos{Pinned: pin, After: last}, max(pin-last, 0), len(st.rows.Walk)
+}
+
+// held is the rows read of st (a walk's marker row is none).
+func (st *feedStream) held() int {
+	if st.read.Collection == "" {
+		return len(st.rows.Deliveries)
+	}
+	n := 0
+	for _, w := range st.rows.Walk {
+		if w.RecordID != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// walkEnd is the pin of a walk read and the last position its rows
+// reached (of either branch of the statement).
+func walkEnd(r pgrows.FeedRead, rows []db.RecordWalkPageRow) (pin, last int64) {
+	if r.Pinned != nil {
+		pin = *r.Pinned
+	} else if len(rows) > 0 {
+		pin = rows[0].Pinned
+	}
+	last = r.After
+	for _, w := range rows {
+		if w.RecordID != "" {
+			last = max(last, w.Sequence)
+		}
+	}
+	return pin, last
+}
+
+// absorb keeps a read of st: its first, or one continuing what a round
+// read of it before (the rows go after those, a walk's marker dropped).
+func (st *feedStream) absorb(r pgrows.FeedRead, rows pgrows.FeedRows) {
+	if r.Collection == "" {
+		st.partRead = len(rows.Deliveries) >= int(r.MaxRows)
+	}
+	if st.read == nil {
+		st.rows = rows
+	} else {
+		// take reads a delivery stream's end off all the rows held: more
+		// may follow when this read filled its own MaxRows.
+		r.MaxRows += int32(len(st.rows.Deliveries))
+		st.rows.Deliveries = append(st.rows.Deliveries, rows.Deliveries...)
+		for _, w := range rows.Walk {
+			if w.RecordID != "" {
+				st.rows.Walk = append(st.rows.Walk, w)
+			}
+		}
+	}
+	st.read = &r
+	if r.Collection != "" {
+		pin, last := walkEnd(r, st.rows.Walk)
+		st.partRead = st.held() > 0 && last < pin
+	}
+}
+
+// feedRound sends the reads feedPlan picks in one pipeline and takes the
+// streams' items into the page, in order, until it is full or reaches a
+// stream left part-read. It returns the streams still to take: that
+// stream first, from its position, and the streams read after it with
+// what was read of them, continued or taken in the next round (no read is
+// sent twice).
 func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) ([]feedStream, error) {
-	if reads := f.feedPlan(queue); len(reads) > 0 {
+	if reads, of := f.feedPlan(queue); len(reads) > 0 {
 		results, err := pgrows.FeedReads(ctx, s.pool, reads)
 		if err != nil {
 			return nil, translate(err)
 		}
-		for k := range reads {
-			queue[k].read, queue[k].rows = &reads[k], results[k]
+		for i, k := range of {
+			queue[k].absorb(reads[i], results[i])
 		}
 	}
 	for k, st := range queue {

@@ -276,3 +276,42 @@ func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 		require.GreaterOrEqual(t, c.items, 2, "page %d: a page of 1 MiB holds 2 or 3 of them (the last may hold 1)", i)
 	}
 }
+
+// Streams read with less than they hold because the page expected little
+// of them (after streams whose heads overstated many times over) are
+// continued together in the next round, not one round each: after 20
+// streams of one record written 40 times, 60 streams of 10 records fill
+// pages of 500 in a few rounds, every page full but the last.
+func TestRecordFeedContinuesStreamsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	var restaurants []string
+	writes := map[string][][3]string{}
+	var want []string
+	for i := range 80 {
+		r := fmt.Sprintf("r%03d", i)
+		restaurants = append(restaurants, r)
+		n, w := 10, 1
+		if i < 20 {
+			n, w = 1, 40
+		}
+		for k := range n {
+			id := fmt.Sprintf("a%03d", k)
+			for range w {
+				writes[r] = append(writes[r], [3]string{"areas", id, `{"name":"x","isDeleted":false}`})
+			}
+			want = append(want, r+"/areas/"+id)
+		}
+	}
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
+	require.NoError(t, err)
+	ingestAll(t, st, writes)
+	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: []string{"areas"}}}
+	for _, limit := range []int{100, 500} {
+		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
+		require.Equal(t, want, items, "limit %d: every record once, in order", limit)
+		requireCostsItsRows(t, limit, costs)
+		require.Len(t, costs, (len(want)+limit-1)/limit, "limit %d: full pages", limit)
+	}
+}
