@@ -112,12 +112,17 @@ type feedFill struct {
 	// at is where the page stands: after its last ended stream, or inside
 	// the stream it is reading.
 	at FeedAt
-	// items and bound of the listed streams the page ended: how many
-	// items their heads promised at most (bound, each head taken up to
-	// the limit) and how many they held. Records updated many times make
-	// heads overstate items; planning expects bound's share of a head.
-	endedItems, endedBound int
+	// ended is, by stream name, what the listed streams the page ended
+	// held: how many items their heads promised at most (each head taken
+	// up to the limit) and how many they had. Records updated many times
+	// make heads overstate items, and how much is a collection's habit
+	// (a restaurant's settings are edited often, deliveries never):
+	// planning expects a stream to hold the share its name's held.
+	ended map[string]feedYield
 }
+
+// feedYield is what listed streams of one name held against their heads.
+type feedYield struct{ items, bound int }
 
 func (f *feedFill) rem() int { return f.p.Limit - len(f.page.Items) }
 
@@ -144,14 +149,15 @@ func (f *feedFill) add(it FeedItem, n int) {
 	f.largest = max(f.largest, n)
 }
 
-// yield is the share of a head that streams ended so far held as items
-// (1 before any): heads count writes, so records updated many times make
-// them overstate.
-func (f *feedFill) yield() float64 {
-	if f.endedBound == 0 {
+// yield is the share of a head that the streams of this name the page
+// ended held as items (1 before any): heads count writes, so records
+// updated many times make them overstate.
+func (f *feedFill) yield(stream string) float64 {
+	y := f.ended[stream]
+	if y.bound == 0 {
 		return 1
 	}
-	return float64(f.endedItems) / float64(f.endedBound)
+	return float64(y.items) / float64(y.bound)
 }
 
 // RecordFeed reads one page of the feed from p.At: the stream it stands
@@ -164,7 +170,7 @@ func (f *feedFill) yield() float64 {
 // by the stream heads and the row budget, so empty streams are never
 // looked at and a large stream is read a page at a time.
 func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, error) {
-	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, 64))}, at: p.At}
+	f := &feedFill{p: p, page: FeedPage{Items: make([]FeedItem, 0, min(p.Limit, 64))}, at: p.At, ended: map[string]feedYield{}}
 	var queue []feedStream
 	if p.At.In != nil && !reads(p.Groups, StreamHead{RestaurantID: p.At.RestaurantID, Stream: p.At.Stream}) {
 		// Signed is not trusted (cursor.Codec.Open): a position inside a
@@ -254,7 +260,7 @@ func resumed(restaurantID, stream string, in *WalkPos) feedStream {
 // part-read are continued together in the next (from what it read of
 // them), not one round each.
 func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, of []int) {
-	budget, share := f.rowBudget(), f.yield()
+	budget := f.rowBudget()
 	promised, expected := 0, 0.0
 	for k, st := range queue {
 		if k > 0 && (k >= budget || expected >= float64(budget)) {
@@ -274,10 +280,10 @@ func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, of []i
 			// A stream that held more than it was read for: expect its head.
 			expected += float64(c)
 		} else {
-			expected += share * float64(c)
+			expected += f.yield(st.stream) * float64(c)
 		}
 		if promised >= budget {
-			c = min(c, max(2, int(math.Ceil(2*share*float64(c)))))
+			c = min(c, max(2, int(math.Ceil(2*f.yield(st.stream)*float64(c)))))
 		}
 		promised += c
 		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c)}
@@ -418,8 +424,10 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) 
 			return append([]feedStream{next}, queue[k+1:]...), nil
 		}
 		if st.listed {
-			f.endedItems += taken
-			f.endedBound += max(1, min(int(st.head), f.p.Limit))
+			y := f.ended[st.stream]
+			y.items += taken
+			y.bound += max(1, min(int(st.head), f.p.Limit))
+			f.ended[st.stream] = y
 		}
 		if f.full() {
 			return queue[k+1:], nil

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/testdb"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // statementCounter is a pgx tracer that counts what the store sends:
@@ -69,6 +71,10 @@ func feedCosts(t *testing.T, st *store.Store, c *statementCounter, groups []stor
 		statements, roundTrips, rows := c.take()
 		cost := feedPageCost{items: len(p.Items), statements: statements, roundTrips: roundTrips, rows: rows}
 		for _, it := range p.Items {
+			if it.Delivery != nil {
+				items = append(items, it.RestaurantID+"/"+it.Stream+"/"+it.Delivery.ID)
+				continue
+			}
 			items = append(items, it.RestaurantID+"/"+it.Stream+"/"+it.Record.ID)
 			cost.bytes += len(it.Record.Data)
 		}
@@ -311,6 +317,52 @@ func TestRecordFeedContinuesStreamsTogether(t *testing.T) {
 	for _, limit := range []int{100, 500} {
 		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
 		require.Equal(t, want, items, "limit %d: every record once, in order", limit)
+		requireCostsItsRows(t, limit, costs)
+		require.Len(t, costs, (len(want)+limit-1)/limit, "limit %d: full pages", limit)
+	}
+}
+
+// Deliveries streams are continued as collections are: after streams
+// whose heads overstated 20 times, restaurants' deliveries of 1 to 12
+// come whole, once each and in receive order, at every limit, each page
+// within the same bounds.
+func TestRecordFeedContinuesDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	var restaurants []string
+	writes := map[string][][3]string{}
+	var want []string
+	at := time.UnixMilli(1_800_000_000_000)
+	var deliveries []wire.Delivery
+	for i := range 40 {
+		r := fmt.Sprintf("r%03d", i)
+		restaurants = append(restaurants, r)
+		for range 20 {
+			writes[r] = append(writes[r], [3]string{"areas", "a1", `{"name":"x","isDeleted":false}`})
+		}
+		want = append(want, r+"/areas/a1")
+		for k := range 1 + i%12 {
+			id := fmt.Sprintf("d%02d", k)
+			deliveries = append(deliveries, wire.Delivery{ID: id, RestaurantID: r, OccurredAt: wire.Millis(at.UnixMilli()), IsCompliant: true,
+				Supplier: wire.Supplier{ID: "s1", Name: "Supplier"}, TemperatureRecords: []wire.TemperatureRecord{},
+				NonComplianceReasons: []string{}, CorrectiveActions: []string{}})
+			want = append(want, r+"/"+store.DeliveryStream+"/"+id)
+		}
+	}
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
+	require.NoError(t, err)
+	ingestAll(t, st, writes)
+	for _, d := range deliveries {
+		digest, err := wire.RequestDigest(d)
+		require.NoError(t, err)
+		_, _, err = st.DeliveryCreate(ctx, d, digest)
+		require.NoError(t, err)
+	}
+	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: []string{"areas", store.DeliveryStream}}}
+	for _, limit := range []int{1, 3, 7, 50, 500} {
+		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
+		require.Equal(t, want, items, "limit %d: every record and delivery once, in order", limit)
 		requireCostsItsRows(t, limit, costs)
 		require.Len(t, costs, (len(want)+limit-1)/limit, "limit %d: full pages", limit)
 	}
