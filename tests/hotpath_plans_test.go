@@ -50,32 +50,34 @@ var hotPathIndexes = map[string][]string{
 	"StreamsChangedSince": {"collection_streams_xact_idx"},
 	// The maintenance jobs: not on a request path, but they run against
 	// the largest table while ingest goes on, so they must never scan it.
-	"RestaurantIDsAfter":           {"restaurants_pkey"},
-	"RecordChangesStampSuperseded": {"record_changes_unstamped_idx", "record_changes_pkey"},
-	"RecordChangesCompact":         {"record_changes_compactable_idx", "record_changes_pkey"},
-	"RecordChangesCompactable":     {"record_changes_unstamped_idx", "record_changes_compactable_idx"},
-	"BlobCandidates":               {"blobs_pkey"},
-	"BlobLock":                     {"blobs_pkey"},
-	"BlobImageReferenced":          {"delivery_images_sha256_idx"},
-	"BlobAssetReferences":          {"asset_uploads_sha256_idx", "records_pkey"},
-	"StreamLock":                   {"collection_streams_pkey"},
-	"AssetUploadsDeleteDead":       {"asset_uploads_sha256_idx"},
-	"BlobDelete":                   {"blobs_pkey"},
+	"RecordChangesCompactionDue":        {"record_changes_compaction_due_idx"},
+	"RecordChangesUnstampedRestaurants": {"record_changes_unstamped_idx"},
+	"RecordChangesStampSuperseded":      {"record_changes_unstamped_idx", "record_changes_pkey"},
+	"RecordChangesCompact":              {"record_changes_compactable_idx", "record_changes_pkey"},
+	"RecordChangesCompactable":          {"record_changes_unstamped_idx", "record_changes_compactable_idx"},
+	"BlobCandidates":                    {"blobs_pkey"},
+	"BlobLock":                          {"blobs_pkey"},
+	"BlobImageReferenced":               {"delivery_images_sha256_idx"},
+	"BlobAssetReferences":               {"asset_uploads_sha256_idx", "records_pkey"},
+	"StreamLock":                        {"collection_streams_pkey"},
+	"AssetUploadsDeleteDead":            {"asset_uploads_sha256_idx"},
+	"BlobDelete":                        {"blobs_pkey"},
 }
 
 // workerPlanned are maintenance statements whose plan on Citus is the
 // workers' alone: the file collector's lookups by digest across
 // restaurants (one task per shard, by design: bytes are shared across
-// restaurants), its statements on the blobs reference table, the page
-// through the restaurants reference table, and the stream lock. Workers
-// plan with their own settings and statistics, and on this test's tiny
-// reference tables and shards their cost model rightly picks sequential
-// scans; docs/operators.md ("Scaling out with Citus") says to give the service's role the
-// planner settings on every node. They are checked on plain PostgreSQL
-// only; the request paths' statements are checked on Citus too.
+// restaurants), its statements on the blobs reference table, the
+// compaction job's searches for the restaurants it has work in (one task
+// per shard too), and the stream lock. Workers plan with their own
+// settings and statistics, and on this test's tiny reference tables and
+// shards their cost model rightly picks sequential scans;
+// docs/operators.md ("Scaling out with Citus") says to give the service's
+// role the planner settings on every node. They are checked on plain
+// PostgreSQL only; the request paths' statements are checked on Citus too.
 var workerPlanned = map[string]bool{"BlobImageReferenced": true, "BlobAssetReferences": true,
 	"AssetUploadsDeleteDead": true, "BlobCandidates": true, "BlobLock": true, "BlobDelete": true,
-	"RestaurantIDsAfter": true, "StreamLock": true}
+	"RecordChangesCompactionDue": true, "RecordChangesUnstampedRestaurants": true, "StreamLock": true}
 
 // boundedSorts are the statements allowed a Sort node, each because what
 // it sorts is bounded by a primary-key equality, never by a table's size.
@@ -208,7 +210,9 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	_, err = st.StreamsChanged(ctx, store.StreamsChangedParams{Groups: []store.StreamGroup{listed}, Limit: 100,
 		Since: store.Snapshot{Xmin: int64(n) + 1, Xmax: int64(n) + 1}})
 	require.NoError(t, err)
-	_, err = st.RestaurantIDsAfter(ctx, "", 100)
+	_, err = st.ChangesUnstampedRestaurants(ctx, "", 100)
+	require.NoError(t, err)
+	_, err = st.ChangesDue(ctx, 1, store.ChangeDue{SupersededAt: -1}, 1000)
 	require.NoError(t, err)
 	_, err = st.ChangesStamp(ctx, "r2", 1, 1000)
 	require.NoError(t, err)

@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/blob"
 	"github.com/foodsafe/foodsafe/internal/maintain"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 // testClock is a settable clock shared by an app and its maintenance
@@ -232,6 +234,80 @@ func TestCompactionBatches(t *testing.T) {
 		 FROM record_changes`).Scan(&compacted, &kept))
 	require.Equal(t, 3*6, compacted, "six superseded versions per restaurant")
 	require.Equal(t, 3, kept, "the current versions")
+}
+
+// Compaction costs its work, not the restaurants: among 1,200 restaurants
+// whose every record was updated within the window (nothing due) or
+// compacted long ago, a run sends a few statements in all, where visiting
+// every restaurant sent two each. With work in a few of them, it visits
+// those alone, compacts what is due and stamps what was never stamped,
+// and leaves the rest as it was.
+func TestCompactionCostsItsWork(t *testing.T) {
+	t.Parallel()
+	const restaurants = 1200
+	t0 := time.UnixMilli(1_800_000_000_000)
+	dbURL := testdb.URL(t)
+	// Every restaurant: record a in two versions, the first superseded an
+	// hour ago; record b in two versions, the first compacted ten days
+	// ago.
+	execSQL(t, dbURL, `INSERT INTO restaurants (id) SELECT 'cw' || lpad(g::text, 5, '0') FROM generate_series(1, $1::int) g`, restaurants)
+	execSQL(t, dbURL, `
+		INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256, superseded_by, superseded_at, compacted_at)
+		SELECT r.id, 'areas', v.seq, v.record, v.record || v.seq, false,
+		       CASE WHEN v.compacted IS NULL THEN '{"name":"x","isDeleted":false}'::json END,
+		       1, v.received, 1, sha256(v.record::bytea), v.superseded_by, v.superseded_at, v.compacted
+		FROM restaurants r,
+		     (VALUES (1, 'a', $1::bigint - 7200000, 2, $1::bigint - 3600000, NULL::bigint),
+		             (2, 'a', $1::bigint - 3600000, NULL, NULL, NULL),
+		             (3, 'b', $1::bigint - 1000000000, 4, $1::bigint - 900000000, $1::bigint - 800000000),
+		             (4, 'b', $1::bigint - 900000000, NULL, NULL, NULL)) v(seq, record, received, superseded_by, superseded_at, compacted)`,
+		t0.UnixMilli())
+
+	st, rec := recordingStore(t, dbURL)
+	run := func() int {
+		t.Helper()
+		rec.take()
+		r := maintain.New(st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil,
+			maintain.Settings{CompactAfter: 25 * time.Hour}, 0, func() time.Time { return t0 })
+		require.NoError(t, r.RunOnce(context.Background()))
+		return len(rec.take())
+	}
+	idle := run()
+	// The lock and its release for each of three jobs, the audit
+	// partitions of nine days, compaction's two searches: 17 today.
+	require.LessOrEqual(t, idle, 20, "a run with nothing to compact among %d restaurants", restaurants)
+
+	// Work in four restaurants: a version past the window in two, a
+	// version never stamped (superseded before migration 00008) in two.
+	execSQL(t, dbURL, `UPDATE record_changes SET superseded_at = $1::bigint - 26 * 3600000
+		WHERE restaurant_id IN ('cw00007', 'cw01199') AND mutation_id = 'a1'`, t0.UnixMilli())
+	execSQL(t, dbURL, `UPDATE record_changes SET superseded_at = NULL
+		WHERE restaurant_id IN ('cw00002', 'cw00500') AND mutation_id = 'a1'`)
+	busy := run()
+	t.Logf("statements of a run: %d with nothing to compact, %d with work in four restaurants", idle, busy)
+	require.LessOrEqual(t, busy, idle+2*4, "statements follow the restaurants with work")
+	rows, err := st.Pool().Query(context.Background(), `
+		SELECT restaurant_id, compacted_at IS NOT NULL, superseded_at = $1::bigint
+		FROM record_changes WHERE mutation_id = 'a1' AND (compacted_at IS NOT NULL OR superseded_at = $1::bigint)
+		ORDER BY restaurant_id`, t0.UnixMilli())
+	require.NoError(t, err)
+	type state struct {
+		Restaurant         string
+		Compacted, Stamped bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	require.NoError(t, err)
+	require.Equal(t, []state{
+		{"cw00002", false, true},
+		{"cw00007", true, false},
+		{"cw00500", false, true},
+		{"cw01199", true, false},
+	}, got, "versions stamped now wait a window")
+	var compacted int
+	require.NoError(t, st.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM record_changes WHERE compacted_at IS NOT NULL`).Scan(&compacted))
+	require.Equal(t, restaurants+2, compacted, "the versions compacted before, and the two due")
 }
 
 // Two processes never run the same job at once: while one holds a job's

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -131,8 +132,8 @@ func (r *Runner) RunOnce(ctx context.Context) error {
 }
 
 // jobSpans is the most statement spans one job's trace holds: enough to
-// see where a run spends its time, where a compaction of 20,000
-// restaurants would otherwise send 40,000.
+// see where a run spends its time, where a compaction with work in
+// 20,000 restaurants would otherwise send 40,000.
 const jobSpans = 500
 
 // startJob starts the trace of one run of a job: a root span of its own
@@ -172,9 +173,12 @@ func (r *Runner) Loop(ctx context.Context, interval time.Duration) {
 }
 
 // compact drops the data of versions superseded before now -
-// CompactAfter, restaurant by restaurant, in batches; first it stamps the
-// versions superseded before superseded_at existed. It returns the
-// versions compacted (a dry run: those it would compact or stamp).
+// CompactAfter, in batches of one restaurant each; first it stamps the
+// versions superseded before superseded_at existed. It visits only the
+// restaurants that have such versions, found from the job's indexes a
+// page at a time, so a run with nothing to do costs two statements
+// whatever the number of restaurants. It returns the versions compacted
+// (a dry run: those it would compact or stamp).
 func (r *Runner) compact(ctx context.Context) (int64, error) {
 	if r.set.CompactAfter <= 0 {
 		return 0, nil
@@ -182,19 +186,29 @@ func (r *Runner) compact(ctx context.Context) (int64, error) {
 	now := r.now()
 	horizon := now.Add(-r.set.CompactAfter).UnixMilli()
 	var total int64
-	err := r.eachRestaurant(ctx, func(id string) error {
+	err := r.eachUnstamped(ctx, func(id string) error {
 		if r.set.DryRun {
-			unstamped, compactable, err := r.store.ChangesCompactable(ctx, id, horizon)
-			if unstamped+compactable > 0 {
-				r.log.Info("would compact", "job", JobCompaction, "restaurant", id,
-					"versions", compactable, "versions_to_stamp", unstamped)
+			unstamped, _, err := r.store.ChangesCompactable(ctx, id, horizon)
+			if unstamped > 0 {
+				r.log.Info("would stamp", "job", JobCompaction, "restaurant", id, "versions_to_stamp", unstamped)
 			}
-			total += compactable + unstamped
+			total += unstamped
 			return err
 		}
-		if err := r.batches(ctx, func() (int64, error) {
+		return r.batches(ctx, func() (int64, error) {
 			return r.store.ChangesStamp(ctx, id, now.UnixMilli(), r.set.Batch)
-		}, nil); err != nil {
+		}, nil)
+	})
+	if err != nil {
+		return total, err
+	}
+	err = r.eachDue(ctx, horizon, func(id string) error {
+		if r.set.DryRun {
+			_, compactable, err := r.store.ChangesCompactable(ctx, id, horizon)
+			if compactable > 0 {
+				r.log.Info("would compact", "job", JobCompaction, "restaurant", id, "versions", compactable)
+			}
+			total += compactable
 			return err
 		}
 		return r.batches(ctx, func() (int64, error) {
@@ -224,11 +238,12 @@ func (r *Runner) batches(ctx context.Context, step func() (int64, error), total 
 	}
 }
 
-// eachRestaurant calls f with every restaurant id, in id order.
-func (r *Runner) eachRestaurant(ctx context.Context, f func(id string) error) error {
+// eachUnstamped calls f with every restaurant holding versions still to
+// stamp, in id order.
+func (r *Runner) eachUnstamped(ctx context.Context, f func(id string) error) error {
 	after := ""
 	for {
-		ids, err := r.store.RestaurantIDsAfter(ctx, after, 100)
+		ids, err := r.store.ChangesUnstampedRestaurants(ctx, after, r.set.Batch)
 		if err != nil {
 			return err
 		}
@@ -237,10 +252,41 @@ func (r *Runner) eachRestaurant(ctx context.Context, f func(id string) error) er
 				return err
 			}
 		}
-		if len(ids) < 100 {
+		if len(ids) < r.set.Batch {
 			return nil
 		}
 		after = ids[len(ids)-1]
+	}
+}
+
+// eachDue calls f once with every restaurant holding versions superseded
+// before horizon and not compacted, in the order of its oldest such
+// version. Once f has compacted a restaurant its versions leave the
+// range, so the pages read what is left to do; visited remembers the
+// restaurants of a dry run (which compacts nothing) and those whose rows
+// an ingest held (skipped, for the next run), so that none is visited
+// twice.
+func (r *Runner) eachDue(ctx context.Context, horizon int64, f func(id string) error) error {
+	visited := map[string]bool{}
+	after := store.ChangeDue{SupersededAt: math.MinInt64}
+	for {
+		due, err := r.store.ChangesDue(ctx, horizon, after, r.set.Batch)
+		if err != nil {
+			return err
+		}
+		for _, d := range due {
+			if visited[d.RestaurantID] {
+				continue
+			}
+			visited[d.RestaurantID] = true
+			if err := f(d.RestaurantID); err != nil {
+				return err
+			}
+		}
+		if len(due) < r.set.Batch {
+			return nil
+		}
+		after = due[len(due)-1]
 	}
 }
 

@@ -15,10 +15,34 @@ import (
 // of the caller's, so that no job holds locks for longer than one batch
 // and a job killed halfway leaves only whole batches behind.
 
-// RestaurantIDsAfter lists up to n restaurant ids after `after`, in id
-// order: the jobs that work restaurant by restaurant page through them.
-func (s *Store) RestaurantIDsAfter(ctx context.Context, after string, n int) ([]string, error) {
-	ids, err := s.q.RestaurantIDsAfter(ctx, db.RestaurantIDsAfterParams{After: after, MaxRows: int32(n)})
+// ChangeDue is one version the compaction job may compact: its
+// restaurant and when it was superseded (epoch ms), the position of the
+// next page of ChangesDue.
+type ChangeDue struct {
+	RestaurantID string
+	SupersededAt int64
+}
+
+// ChangesDue lists up to n versions superseded before horizon and not
+// compacted, after `after` in order of (superseded_at, restaurant): the
+// compaction job compacts the restaurants they name and no other.
+func (s *Store) ChangesDue(ctx context.Context, horizon int64, after ChangeDue, n int) ([]ChangeDue, error) {
+	rows, err := s.q.RecordChangesCompactionDue(ctx, db.RecordChangesCompactionDueParams{
+		Horizon: horizon, AfterAt: after.SupersededAt, AfterRestaurant: after.RestaurantID, MaxRows: int32(n)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]ChangeDue, len(rows))
+	for i, r := range rows {
+		out[i] = ChangeDue{RestaurantID: r.RestaurantID, SupersededAt: r.SupersededAt}
+	}
+	return out, nil
+}
+
+// ChangesUnstampedRestaurants lists up to n restaurants after `after`, in
+// id order, that hold versions ChangesStamp has still to stamp.
+func (s *Store) ChangesUnstampedRestaurants(ctx context.Context, after string, n int) ([]string, error) {
+	ids, err := s.q.RecordChangesUnstampedRestaurants(ctx, db.RecordChangesUnstampedRestaurantsParams{After: after, MaxRows: int32(n)})
 	return ids, translate(err)
 }
 

@@ -12,7 +12,38 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND mutation_id = sqlc.arg(mutatio
 -- Citus, holds its row locks for one batch only and never blocks ingest:
 -- rows an ingest holds are skipped (SKIP LOCKED) and taken by a later run.
 -- Their clauses name superseded_at, never superseded_by with compacted_at,
--- so they match only the job's indexes (migration 00008).
+-- so they match only the job's indexes (migrations 00008 and 00040). The
+-- job finds the restaurants it has work in first (RecordChangesCompactionDue,
+-- RecordChangesUnstampedRestaurants: read-only, across shards), so a run
+-- costs statements in proportion to its work, not to the restaurants.
+
+-- name: RecordChangesCompactionDue :many
+-- Serves the compaction job: the next max_rows versions due (superseded
+-- before horizon, not yet compacted) after (after_at, after_restaurant),
+-- in order of supersession, so the job visits only the restaurants that
+-- have work; a run with nothing due costs this one statement, however
+-- many restaurants there are. Rows of a restaurant the job has compacted
+-- since are gone from the range; the position moves past those it
+-- skipped. record_changes_compaction_due_idx (a range, in index order).
+SELECT h.restaurant_id, h.superseded_at::bigint AS superseded_at
+FROM record_changes h
+WHERE h.superseded_by IS NOT NULL AND h.superseded_at IS NOT NULL AND h.compacted_at IS NULL
+  AND h.superseded_at < sqlc.arg(horizon)::bigint
+  AND (h.superseded_at, h.restaurant_id) > (sqlc.arg(after_at)::bigint, sqlc.arg(after_restaurant)::text)
+ORDER BY h.superseded_at, h.restaurant_id
+LIMIT sqlc.arg(max_rows);
+
+-- name: RecordChangesUnstampedRestaurants :many
+-- Serves the compaction job: the next max_rows restaurants after `after`
+-- that hold versions superseded without superseded_at, in id order (an
+-- empty index once every such version is stamped: one statement).
+-- record_changes_unstamped_idx (in index order).
+SELECT DISTINCT u.restaurant_id
+FROM record_changes u
+WHERE u.superseded_by IS NOT NULL AND u.superseded_at IS NULL
+  AND u.restaurant_id > sqlc.arg(after)::text
+ORDER BY u.restaurant_id
+LIMIT sqlc.arg(max_rows);
 
 -- name: RecordChangesStampSuperseded :execrows
 -- Gives up to max_rows versions superseded without superseded_at (before

@@ -23,8 +23,3 @@ SELECT id, name, enabled_at FROM restaurants ORDER BY id;
 -- name: RestaurantsExisting :many
 -- Serves grant validation: which of these ids are enabled. restaurants_pkey.
 SELECT id FROM restaurants WHERE id = ANY (sqlc.arg(ids)::text[]);
-
--- name: RestaurantIDsAfter :many
--- Serves the maintenance jobs that work restaurant by restaurant: the next
--- max_rows ids after `after`, in id order. restaurants_pkey.
-SELECT id FROM restaurants WHERE id > sqlc.arg(after) ORDER BY id LIMIT sqlc.arg(max_rows);

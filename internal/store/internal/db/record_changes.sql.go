@@ -118,8 +118,71 @@ func (q *Queries) RecordChangesCompactable(ctx context.Context, arg RecordChange
 	return i, err
 }
 
-const RecordChangesStampSuperseded = `-- name: RecordChangesStampSuperseded :execrows
+const RecordChangesCompactionDue = `-- name: RecordChangesCompactionDue :many
 
+SELECT h.restaurant_id, h.superseded_at::bigint AS superseded_at
+FROM record_changes h
+WHERE h.superseded_by IS NOT NULL AND h.superseded_at IS NOT NULL AND h.compacted_at IS NULL
+  AND h.superseded_at < $1::bigint
+  AND (h.superseded_at, h.restaurant_id) > ($2::bigint, $3::text)
+ORDER BY h.superseded_at, h.restaurant_id
+LIMIT $4
+`
+
+type RecordChangesCompactionDueParams struct {
+	Horizon         int64
+	AfterAt         int64
+	AfterRestaurant string
+	MaxRows         int32
+}
+
+type RecordChangesCompactionDueRow struct {
+	RestaurantID string
+	SupersededAt int64
+}
+
+// The compaction job (RecordChangesCompact) works one restaurant at a
+// time, in batches of max_rows, so each statement runs on one shard on
+// Citus, holds its row locks for one batch only and never blocks ingest:
+// rows an ingest holds are skipped (SKIP LOCKED) and taken by a later run.
+// Their clauses name superseded_at, never superseded_by with compacted_at,
+// so they match only the job's indexes (migrations 00008 and 00040). The
+// job finds the restaurants it has work in first (RecordChangesCompactionDue,
+// RecordChangesUnstampedRestaurants: read-only, across shards), so a run
+// costs statements in proportion to its work, not to the restaurants.
+// Serves the compaction job: the next max_rows versions due (superseded
+// before horizon, not yet compacted) after (after_at, after_restaurant),
+// in order of supersession, so the job visits only the restaurants that
+// have work; a run with nothing due costs this one statement, however
+// many restaurants there are. Rows of a restaurant the job has compacted
+// since are gone from the range; the position moves past those it
+// skipped. record_changes_compaction_due_idx (a range, in index order).
+func (q *Queries) RecordChangesCompactionDue(ctx context.Context, arg RecordChangesCompactionDueParams) ([]RecordChangesCompactionDueRow, error) {
+	rows, err := q.db.Query(ctx, RecordChangesCompactionDue,
+		arg.Horizon,
+		arg.AfterAt,
+		arg.AfterRestaurant,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordChangesCompactionDueRow{}
+	for rows.Next() {
+		var i RecordChangesCompactionDueRow
+		if err := rows.Scan(&i.RestaurantID, &i.SupersededAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const RecordChangesStampSuperseded = `-- name: RecordChangesStampSuperseded :execrows
 UPDATE record_changes c
 SET superseded_at = $1::bigint
 WHERE c.restaurant_id = $2
@@ -137,12 +200,6 @@ type RecordChangesStampSupersededParams struct {
 	MaxRows      int32
 }
 
-// The compaction job (RecordChangesCompact) works one restaurant at a
-// time, in batches of max_rows, so each statement runs on one shard on
-// Citus, holds its row locks for one batch only and never blocks ingest:
-// rows an ingest holds are skipped (SKIP LOCKED) and taken by a later run.
-// Their clauses name superseded_at, never superseded_by with compacted_at,
-// so they match only the job's indexes (migration 00008).
 // Gives up to max_rows versions superseded without superseded_at (before
 // migration 00008) the time the job first sees them: later than the
 // truth, so they are compacted late, never early.
@@ -153,4 +210,42 @@ func (q *Queries) RecordChangesStampSuperseded(ctx context.Context, arg RecordCh
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const RecordChangesUnstampedRestaurants = `-- name: RecordChangesUnstampedRestaurants :many
+SELECT DISTINCT u.restaurant_id
+FROM record_changes u
+WHERE u.superseded_by IS NOT NULL AND u.superseded_at IS NULL
+  AND u.restaurant_id > $1::text
+ORDER BY u.restaurant_id
+LIMIT $2
+`
+
+type RecordChangesUnstampedRestaurantsParams struct {
+	After   string
+	MaxRows int32
+}
+
+// Serves the compaction job: the next max_rows restaurants after `after`
+// that hold versions superseded without superseded_at, in id order (an
+// empty index once every such version is stamped: one statement).
+// record_changes_unstamped_idx (in index order).
+func (q *Queries) RecordChangesUnstampedRestaurants(ctx context.Context, arg RecordChangesUnstampedRestaurantsParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, RecordChangesUnstampedRestaurants, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var restaurant_id string
+		if err := rows.Scan(&restaurant_id); err != nil {
+			return nil, err
+		}
+		items = append(items, restaurant_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -23,37 +23,6 @@ func (q *Queries) RestaurantGet(ctx context.Context, id string) (Restaurant, err
 	return i, err
 }
 
-const RestaurantIDsAfter = `-- name: RestaurantIDsAfter :many
-SELECT id FROM restaurants WHERE id > $1 ORDER BY id LIMIT $2
-`
-
-type RestaurantIDsAfterParams struct {
-	After   string
-	MaxRows int32
-}
-
-// Serves the maintenance jobs that work restaurant by restaurant: the next
-// max_rows ids after `after`, in id order. restaurants_pkey.
-func (q *Queries) RestaurantIDsAfter(ctx context.Context, arg RestaurantIDsAfterParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, RestaurantIDsAfter, arg.After, arg.MaxRows)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const RestaurantList = `-- name: RestaurantList :many
 SELECT id, name, enabled_at FROM restaurants ORDER BY id
 `
