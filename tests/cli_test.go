@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
 )
 
@@ -117,13 +119,17 @@ func TestCLIKeyLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Status)
 	require.JSONEq(t, `{"data":[{"restaurantId":"r1","scopes":["areas:read","deliveries:read"]}]}`, string(res.Body))
 
-	// list, never a secret
+	// list, never a secret: grants counted, and listed when asked
 	r = a.cli("keys", "list")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	require.Contains(t, r.Stdout, pub)
 	require.Contains(t, r.Stdout, "Acme Accounting")
-	require.Contains(t, r.Stdout, "active")
-	require.Contains(t, r.Stdout, "r1=areas:read,deliveries:read")
+	require.Regexp(t, `(?m)^`+pub+`\s+Acme Accounting\s+active\s+\S+\s+\S+\s+1\s+2\s+2\s*$`, r.Stdout)
+	require.NotContains(t, r.Stdout, "r1=")
+	require.NotContains(t, r.Stdout+r.Stderr, secretOf(key))
+	r = a.cli("keys", "list", "--grants")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `(?m)^# key `+pub+` "Acme Accounting": active, .*, 1 restaurants, 2 scopes, 2 grants\nr1=areas:read,deliveries:read\n`, r.Stdout)
 	require.NotContains(t, r.Stdout+r.Stderr, secretOf(key))
 
 	// grant, ungrant
@@ -141,6 +147,10 @@ func TestCLIKeyLifecycle(t *testing.T) {
 	require.Equal(t, pub, views[0]["publicId"])
 	require.Equal(t, "active", views[0]["state"])
 	require.NotNil(t, views[0]["expiresAt"])
+	require.Equal(t, 1.0, views[0]["restaurantCount"])
+	require.Equal(t, 2.0, views[0]["scopeCount"])
+	require.Equal(t, 2.0, views[0]["grantCount"])
+	require.NotContains(t, views[0], "grants", "listed only with --grants")
 
 	// revoke: refused from the next request on
 	r = a.cli("keys", "revoke", pub)
@@ -151,9 +161,11 @@ func TestCLIKeyLifecycle(t *testing.T) {
 	r = a.cli("keys", "grant", pub, "--grant", "r2=fryer-checks:read")
 	require.Equal(t, 2, r.Code, r.Stderr)
 	require.Contains(t, r.Stderr, "revoked")
-	r = a.cli("keys", "list", "--json")
+	r = a.cli("keys", "list", "--json", "--grants")
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
 	require.Equal(t, map[string]any{"r1": []any{"deliveries:read"}}, views[0]["grants"])
+	require.Equal(t, "revoked", views[0]["state"])
+	require.Equal(t, 1.0, views[0]["grantCount"])
 
 	// audit shows the key's requests; the refused one is counted by shape
 	require.NoError(t, a.svc.Audit.Close(t.Context()))
@@ -213,7 +225,7 @@ func TestCLIBadInput(t *testing.T) {
 		})
 	}
 	// Nothing was written: still one key with its one grant.
-	r = a.cli("keys", "list", "--json")
+	r = a.cli("keys", "list", "--json", "--grants")
 	var views []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
 	require.Len(t, views, 1)
@@ -309,6 +321,95 @@ func TestCLIGrantsFromFile(t *testing.T) {
 	var views []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
 	require.Len(t, views, 1, "nothing written on bad input")
+}
+
+// `keys list` of a key of 20,000 restaurants x 25 scopes prints a line
+// of counts, not the 500,000 grants (19.8 MB before); --grants lists
+// them all, as text that reads back as a grants file and as JSON, read
+// a page of 1,000 restaurants per statement, so the command holds a page,
+// not the key (231 MB of RSS before).
+func TestCLIKeysListOfALargeKey(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	const n = 20_000
+	_, err := a.store().Pool().Exec(context.Background(),
+		`INSERT INTO restaurants (id) SELECT 'r' || lpad(g::text, 5, '0') FROM generate_series(1, $1::int) g`, n)
+	require.NoError(t, err)
+	var reads []string
+	for _, s := range catalog.Scopes() {
+		if strings.HasSuffix(s, ":read") && s != catalog.DeliveryImagesRead {
+			reads = append(reads, s)
+		}
+	}
+	require.Len(t, reads, 25)
+	r := a.cli("keys", "create", "--name", "Small", "--grant", "r00002=areas:read")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	small := publicID(t, strings.TrimSpace(r.Stdout))
+	r = a.cli("keys", "create", "--name", "Acme, every restaurant", "--grant", "r00001=areas:read")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	large := publicID(t, strings.TrimSpace(r.Stdout))
+	_, err = a.store().Pool().Exec(context.Background(), `
+		INSERT INTO key_grants (key_id, restaurant_id, scope)
+		SELECT k.id, r.id, s FROM api_keys k, restaurants r, unnest($2::text[]) s WHERE k.public_id = $1
+		ON CONFLICT DO NOTHING`, large, reads)
+	require.NoError(t, err)
+
+	r = a.cli("keys", "list")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	t.Logf("keys list: %d bytes", len(r.Stdout))
+	require.LessOrEqual(t, len(r.Stdout), 200<<10)
+	require.Regexp(t, `(?m)^`+small+`\s+Small\s+active\s+\S+\s+-\s+1\s+1\s+1\s*$`, r.Stdout)
+	require.Regexp(t, `(?m)^`+large+`\s+Acme, every restaurant\s+active\s+\S+\s+-\s+20000\s+25\s+500000\s*$`, r.Stdout)
+
+	r = a.cli("keys", "list", "--json")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.LessOrEqual(t, len(r.Stdout), 200<<10)
+	var views []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &views))
+	require.Len(t, views, 2)
+	require.Equal(t, []any{large, 20000.0, 25.0, 500000.0},
+		[]any{views[1]["publicId"], views[1]["restaurantCount"], views[1]["scopeCount"], views[1]["grantCount"]})
+
+	r = a.cli("keys", "list", "--grants")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	t.Logf("keys list --grants: %d bytes", len(r.Stdout))
+	blocks := strings.Split(r.Stdout, "\n\n")
+	require.Len(t, blocks, 2)
+	require.Equal(t, "r00002=areas:read", blocks[0][strings.Index(blocks[0], "\n")+1:])
+	require.Regexp(t, `^# key `+large+` "Acme, every restaurant": active, created \S+, expires -, 20000 restaurants, 25 scopes, 500000 grants\n`, blocks[1])
+	grants, err := auth.ReadGrantSpecs(strings.NewReader(blocks[1]))
+	require.NoError(t, err, "a key's lines are a grants file")
+	require.Len(t, grants, n)
+	sorted := slices.Sorted(slices.Values(reads))
+	for i, g := range grants {
+		require.Equal(t, fmt.Sprintf("r%05d", i+1), g.RestaurantID)
+		require.Equal(t, sorted, g.Scopes)
+	}
+
+	r = a.cli("keys", "list", "--grants", "--json")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	t.Logf("keys list --grants --json: %d bytes", len(r.Stdout))
+	var full []struct {
+		PublicID   string              `json:"publicId"`
+		GrantCount int                 `json:"grantCount"`
+		Grants     map[string][]string `json:"grants"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &full))
+	require.Len(t, full, 2)
+	require.Equal(t, map[string][]string{"r00002": {"areas:read"}}, full[0].Grants)
+	require.Equal(t, large, full[1].PublicID)
+	require.Len(t, full[1].Grants, n)
+	require.Equal(t, sorted, full[1].Grants["r19999"])
+
+	// What the command holds: the grants come a page at a time.
+	st, rec := recordingStore(t, a.cfg.DatabaseURL)
+	keys, err := st.KeyList(context.Background())
+	require.NoError(t, err)
+	rec.take()
+	listed := 0
+	require.NoError(t, st.KeyGrantsEach(context.Background(), keys[1], func(auth.Grant) error { listed++; return nil }))
+	require.Equal(t, n, listed)
+	require.Len(t, rec.take(), n/1000+1, "a statement per 1,000 restaurants, and the one that finds no more")
 }
 
 // `restaurants add --enabled-since` records when capture really started

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -119,20 +122,29 @@ func keysCreateCmd() *cobra.Command {
 
 // keyView is the JSON form of `keys list --json`; it has no secret to show.
 type keyView struct {
-	PublicID  string              `json:"publicId"`
-	Label     string              `json:"label"`
-	State     string              `json:"state"`
-	CreatedAt string              `json:"createdAt"`
-	ExpiresAt *string             `json:"expiresAt"`
-	RevokedAt *string             `json:"revokedAt"`
-	Grants    map[string][]string `json:"grants"`
+	PublicID        string  `json:"publicId"`
+	Label           string  `json:"label"`
+	State           string  `json:"state"`
+	CreatedAt       string  `json:"createdAt"`
+	ExpiresAt       *string `json:"expiresAt"`
+	RevokedAt       *string `json:"revokedAt"`
+	RestaurantCount int64   `json:"restaurantCount"`
+	ScopeCount      int64   `json:"scopeCount"`
+	GrantCount      int64   `json:"grantCount"`
 }
 
+const keysListLong = "Lists every key, oldest first: public id, label, state, creation and expiry, and how many " +
+	"restaurants, distinct scopes and (restaurant, scope) grants it holds. Never a secret. --grants lists every " +
+	"grant too, read and written a page of restaurants at a time: as text, each key is a comment line and its " +
+	"grants one restaurant per line in the form --grants-file reads; as JSON (--json), each key gains \"grants\", " +
+	"an object of scope lists by restaurant."
+
 func keysListCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, withGrants bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List keys: public ids, labels, state and grants (never secrets)",
+		Use:   "list [--grants] [--json]",
+		Short: "List keys: public ids, labels, state and grant counts; every grant with --grants (never secrets)",
+		Long:  keysListLong,
 		Args:  cmdline.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openStore(cmd.Context())
@@ -144,29 +156,41 @@ func keysListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			if asJSON {
+			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+			l := keyLister{st: st, w: out, now: time.Now()}
+			switch {
+			case asJSON && withGrants:
+				err = l.jsonWithGrants(cmd.Context(), keys)
+			case asJSON:
 				views := make([]keyView, 0, len(keys))
 				for _, k := range keys {
-					views = append(views, toKeyView(k, now))
+					views = append(views, toKeyView(k, l.now))
 				}
-				return printJSON(cmd.OutOrStdout(), views)
+				err = printJSON(out, views)
+			case withGrants:
+				err = l.textWithGrants(cmd.Context(), keys)
+			default:
+				w := newTable(out, "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tRESTAURANTS\tSCOPES\tGRANTS")
+				for _, k := range keys {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", k.PublicID, k.Label, k.State(l.now),
+						formatTime(&k.CreatedAt), formatTime(k.ExpiresAt), k.Restaurants, k.Scopes, k.Grants)
+				}
+				err = w.Flush()
 			}
-			w := newTable(cmd.OutOrStdout(), "PUBLIC_ID\tLABEL\tSTATE\tCREATED\tEXPIRES\tGRANTS")
-			for _, k := range keys {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.PublicID, k.Label, k.State(now),
-					formatTime(&k.CreatedAt), formatTime(k.ExpiresAt), grantsText(k.Grants))
+			if err != nil {
+				return err
 			}
-			return w.Flush()
+			return out.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	cmd.Flags().BoolVar(&withGrants, "grants", false, "list every grant of every key too, one restaurant per line (JSON: an object by restaurant)")
 	return cmd
 }
 
-func toKeyView(k store.KeyInfo, now time.Time) keyView {
-	v := keyView{PublicID: k.PublicID, Label: k.Label, State: k.State(now),
-		CreatedAt: formatTime(&k.CreatedAt), Grants: map[string][]string{}}
+func toKeyView(k store.KeySummary, now time.Time) keyView {
+	v := keyView{PublicID: k.PublicID, Label: k.Label, State: k.State(now), CreatedAt: formatTime(&k.CreatedAt),
+		RestaurantCount: k.Restaurants, ScopeCount: k.Scopes, GrantCount: k.Grants}
 	if k.ExpiresAt != nil {
 		s := formatTime(k.ExpiresAt)
 		v.ExpiresAt = &s
@@ -175,10 +199,87 @@ func toKeyView(k store.KeyInfo, now time.Time) keyView {
 		s := formatTime(k.RevokedAt)
 		v.RevokedAt = &s
 	}
-	for _, g := range k.Grants {
-		v.Grants[g.RestaurantID] = g.Scopes
-	}
 	return v
+}
+
+// keyLister writes `keys list --grants`: each key's grants as the store
+// reads them, a page at a time, so that memory holds a page and the
+// buffered writer, not a key of 20,000 restaurants.
+type keyLister struct {
+	st  *store.Store
+	w   *bufio.Writer
+	now time.Time
+}
+
+// textWithGrants writes each key as a comment line, then its grants one
+// restaurant per line: the lines of a key are a grants file that
+// `keys create --grants-file` reads back.
+func (l keyLister) textWithGrants(ctx context.Context, keys []store.KeySummary) error {
+	for i, k := range keys {
+		if i > 0 {
+			l.w.WriteByte('\n')
+		}
+		fmt.Fprintf(l.w, "# key %s %q: %s, created %s, expires %s, %d restaurants, %d scopes, %d grants\n",
+			k.PublicID, k.Label, k.State(l.now), formatTime(&k.CreatedAt), formatTime(k.ExpiresAt),
+			k.Restaurants, k.Scopes, k.Grants)
+		err := l.st.KeyGrantsEach(ctx, k, func(g auth.Grant) error {
+			l.w.WriteString(g.RestaurantID)
+			l.w.WriteByte('=')
+			l.w.WriteString(strings.Join(g.Scopes, ","))
+			return l.w.WriteByte('\n')
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonWithGrants writes the JSON array of `keys list --json` with each
+// key's "grants" (scope lists by restaurant) written as they are read.
+func (l keyLister) jsonWithGrants(ctx context.Context, keys []store.KeySummary) error {
+	l.w.WriteString("[")
+	for i, k := range keys {
+		head, err := json.Marshal(toKeyView(k, l.now))
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			l.w.WriteString(",")
+		}
+		l.w.WriteString("\n  ")
+		l.w.Write(head[:len(head)-1])
+		l.w.WriteString(`,"grants":{`)
+		first := true
+		err = l.st.KeyGrantsEach(ctx, k, func(g auth.Grant) error {
+			id, _ := json.Marshal(g.RestaurantID)
+			scopes, err := json.Marshal(g.Scopes)
+			if err != nil {
+				return err
+			}
+			if !first {
+				l.w.WriteByte(',')
+			}
+			first = false
+			l.w.WriteString("\n    ")
+			l.w.Write(id)
+			l.w.WriteByte(':')
+			_, err = l.w.Write(scopes)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !first {
+			l.w.WriteString("\n  ")
+		}
+		l.w.WriteString("}}")
+	}
+	if len(keys) > 0 {
+		l.w.WriteString("\n")
+	}
+	_, err := l.w.WriteString("]\n")
+	return err
 }
 
 // grantsSummary is grantsText for a message: a key of 20,000 restaurants

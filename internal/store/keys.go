@@ -188,18 +188,70 @@ func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string,
 	return info, translate(err)
 }
 
-// KeyList lists every key, oldest first.
-func (s *Store) KeyList(ctx context.Context) ([]KeyInfo, error) {
+// KeySummary describes a key for a listing: its grants counted, not
+// listed (KeyGrantsEach lists them); it never holds the secret.
+type KeySummary struct {
+	id        int64
+	PublicID  string
+	Label     string
+	CreatedAt time.Time
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+	// Restaurants is how many restaurants the key reaches, Scopes how
+	// many distinct scopes it holds on any of them and Grants how many
+	// (restaurant, scope) pairs.
+	Restaurants, Scopes, Grants int64
+}
+
+// State is active, revoked, expired or no-grants at time now
+// (auth.KeyState).
+func (k KeySummary) State(now time.Time) string {
+	if r := auth.KeyState(k.RevokedAt, k.ExpiresAt, int(k.Grants), now); r != "" {
+		return string(r)
+	}
+	return "active"
+}
+
+// KeyList lists every key, oldest first, with its grants counted: a few
+// dozen bytes a key, whatever it is granted.
+func (s *Store) KeyList(ctx context.Context) ([]KeySummary, error) {
 	rows, err := s.q.KeyList(ctx)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]KeyInfo, 0, len(rows))
+	out := make([]KeySummary, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, KeyInfo{PublicID: r.PublicID, Label: r.Label, CreatedAt: r.CreatedAt,
-			ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt, Grants: zipGrants(r.GrantRestaurants, r.GrantScopes)})
+		out = append(out, KeySummary{id: r.ID, PublicID: r.PublicID, Label: r.Label, CreatedAt: r.CreatedAt,
+			ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt, Restaurants: r.Restaurants, Scopes: r.Scopes, Grants: r.Grants})
 	}
 	return out, nil
+}
+
+// grantPage is how many restaurants of a key KeyGrantsEach reads per
+// statement: what a listing holds in memory at once.
+const grantPage = 1000
+
+// KeyGrantsEach calls f with each restaurant k (from KeyList) is granted
+// and its scopes, sorted, in restaurant id order, reading grantPage
+// restaurants at a time, so that a key of 20,000 restaurants is listed
+// in bounded memory. Grants changed while it runs may be seen or not.
+func (s *Store) KeyGrantsEach(ctx context.Context, k KeySummary, f func(auth.Grant) error) error {
+	after := ""
+	for {
+		rows, err := s.q.GrantListForKey(ctx, db.GrantListForKeyParams{KeyID: k.id, After: after, MaxRows: grantPage})
+		if err != nil {
+			return translate(err)
+		}
+		for _, r := range rows {
+			if err := f(auth.Grant{RestaurantID: r.RestaurantID, Scopes: strings.Split(r.Scopes, ",")}); err != nil {
+				return err
+			}
+		}
+		if len(rows) < grantPage {
+			return nil
+		}
+		after = rows[len(rows)-1].RestaurantID
+	}
 }
 
 // KeyRevoke revokes a key from now on. When it returns, no server

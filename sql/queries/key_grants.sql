@@ -21,3 +21,16 @@ WHERE key_id = sqlc.arg(key_id)
 DELETE FROM key_grants
 WHERE key_id = sqlc.arg(key_id)
   AND restaurant_id = sqlc.arg(restaurant_id);
+
+-- name: GrantListForKey :many
+-- Serves `foodsafe keys list --grants`: the key's next max_rows
+-- restaurants after `after`, each with its scopes joined by commas, so a
+-- key of 20,000 restaurants is listed a page at a time in bounded memory.
+-- key_grants_pkey (prefix key_id, restaurant_id), read in index order:
+-- the GROUP BY streams over it with no sort of the key's grants.
+SELECT kg.restaurant_id, string_agg(kg.scope, ',' ORDER BY kg.scope)::text AS scopes
+FROM key_grants kg
+WHERE kg.key_id = sqlc.arg(key_id) AND kg.restaurant_id > sqlc.arg(after)::text
+GROUP BY kg.restaurant_id
+ORDER BY kg.restaurant_id
+LIMIT sqlc.arg(max_rows);

@@ -32,16 +32,21 @@ FROM api_keys
 WHERE public_id = sqlc.arg(public_id);
 
 -- name: KeyList :many
--- Serves `foodsafe keys list`; an admin listing of a small table, ordered
--- for humans (oldest first). Sequential scan by design.
+-- Serves `foodsafe keys list`: every key, oldest first, with its grants
+-- counted rather than listed (a key of 20,000 restaurants x 25 scopes is
+-- one row of three numbers; GrantListForKey lists them when asked). A
+-- sequential scan of api_keys, by design (an admin listing of a small
+-- table); each key's counts read its range of key_grants_pkey (prefix
+-- key_id).
 SELECT k.id, k.public_id, k.label, k.created_at, k.expires_at, k.revoked_at,
-       COALESCE(array_agg(g.restaurant_id ORDER BY g.restaurant_id, g.scope)
-                FILTER (WHERE g.key_id IS NOT NULL), '{}')::text[] AS grant_restaurants,
-       COALESCE(array_agg(g.scope ORDER BY g.restaurant_id, g.scope)
-                FILTER (WHERE g.key_id IS NOT NULL), '{}')::text[] AS grant_scopes
+       g.restaurants, g.scopes, g.grants
 FROM api_keys k
-LEFT JOIN key_grants g ON g.key_id = k.id
-GROUP BY k.id
+CROSS JOIN LATERAL (
+    SELECT count(DISTINCT kg.restaurant_id)::bigint AS restaurants,
+           count(DISTINCT kg.scope)::bigint AS scopes,
+           count(*)::bigint AS grants
+    FROM key_grants kg
+    WHERE kg.key_id = k.id) g
 ORDER BY k.created_at, k.id;
 
 -- name: KeyRevoke :one

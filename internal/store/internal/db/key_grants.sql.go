@@ -31,6 +31,51 @@ func (q *Queries) GrantAddMany(ctx context.Context, arg GrantAddManyParams) erro
 	return err
 }
 
+const GrantListForKey = `-- name: GrantListForKey :many
+SELECT kg.restaurant_id, string_agg(kg.scope, ',' ORDER BY kg.scope)::text AS scopes
+FROM key_grants kg
+WHERE kg.key_id = $1 AND kg.restaurant_id > $2::text
+GROUP BY kg.restaurant_id
+ORDER BY kg.restaurant_id
+LIMIT $3
+`
+
+type GrantListForKeyParams struct {
+	KeyID   int64
+	After   string
+	MaxRows int32
+}
+
+type GrantListForKeyRow struct {
+	RestaurantID string
+	Scopes       string
+}
+
+// Serves `foodsafe keys list --grants`: the key's next max_rows
+// restaurants after `after`, each with its scopes joined by commas, so a
+// key of 20,000 restaurants is listed a page at a time in bounded memory.
+// key_grants_pkey (prefix key_id, restaurant_id), read in index order:
+// the GROUP BY streams over it with no sort of the key's grants.
+func (q *Queries) GrantListForKey(ctx context.Context, arg GrantListForKeyParams) ([]GrantListForKeyRow, error) {
+	rows, err := q.db.Query(ctx, GrantListForKey, arg.KeyID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []GrantListForKeyRow{}
+	for rows.Next() {
+		var i GrantListForKeyRow
+		if err := rows.Scan(&i.RestaurantID, &i.Scopes); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const GrantRemoveRestaurant = `-- name: GrantRemoveRestaurant :execrows
 DELETE FROM key_grants
 WHERE key_id = $1
