@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -205,6 +206,11 @@ func (b builder) source(source string, root *schema) ([]*Relation, error) {
 	describeOwn(own)
 	own.Indexes = indexesOf(own, root)
 	rels := append([]*Relation{own}, children...)
+	for _, r := range rels {
+		for i := range r.Columns {
+			r.Columns[i].Description = describe(r.Columns[i].Description, r.Columns[i].Kind)
+		}
+	}
 	if err := uniqueColumns(rels); err != nil {
 		return nil, err
 	}
@@ -255,9 +261,9 @@ func describeOwn(own *Relation) {
 	own.Columns = append(own.Columns,
 		Column{Name: "sequence", Kind: Integer, src: fromSequence, From: "sequence", Description: "The record's position in its stream, as a number."},
 		Column{Name: "captured_at", Kind: Time, src: fromCaptured, From: "capturedAt", Description: "When the device recorded this state."},
-		Column{Name: "captured_at_ms", Kind: Millis, src: fromCaptured, From: "capturedAt", Description: "capturedAt in epoch milliseconds."},
+		Column{Name: "captured_at_ms", Kind: Millis, src: fromCaptured, From: "capturedAt", Description: "When the device recorded this state."},
 		Column{Name: "received_at", Kind: Time, src: fromReceived, From: "receivedAt", Description: "When the service received it."},
-		Column{Name: "received_at_ms", Kind: Millis, src: fromReceived, From: "receivedAt", Description: "receivedAt in epoch milliseconds."},
+		Column{Name: "received_at_ms", Kind: Millis, src: fromReceived, From: "receivedAt", Description: "When the service received it."},
 	)
 }
 
@@ -393,7 +399,6 @@ func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
 		col.Kind = Time
 		ms := col
 		ms.Name, ms.Kind = name+"_ms", Millis
-		ms.Description = strings.TrimSuffix(s.Description, ".") + ", in epoch milliseconds."
 		return []Column{col, ms}, nil
 	case base == "string":
 		col.Kind = Text
@@ -409,6 +414,28 @@ func (b builder) leaf(name string, path []string, s *schema) ([]Column, error) {
 		return nil, fmt.Errorf("type %q", base)
 	}
 	return []Column{col}, nil
+}
+
+// wireForm matches what a schema's description says of how a value
+// travels (an instant as epoch milliseconds): the schema describes the
+// wire, and a column of the mirror may hold the value in another form
+// (a time column holds the instant).
+var wireForm = regexp.MustCompile(`(?i)(,\s*|\s+)?(in\s+)?epoch milliseconds`)
+
+// kindWording is what a column's description says of its form, by kind:
+// the only kind whose meaning the type name alone does not carry.
+var kindWording = map[Kind]string{Millis: ", in epoch milliseconds"}
+
+// describe is a column's description: its member's meaning without the
+// member's wire form, then what the column's kind says of its form, so
+// that no description can contradict its column's type
+// (TestDescriptionsFollowKinds).
+func describe(meaning string, k Kind) string {
+	d := strings.TrimSpace(wireForm.ReplaceAllString(meaning, ""))
+	if w := kindWording[k]; w != "" {
+		d = strings.TrimSuffix(d, ".") + w + "."
+	}
+	return d
 }
 
 func lowerFirst(s string) string {

@@ -174,3 +174,45 @@ func TestTypedConvert(t *testing.T) {
 		}
 	}
 }
+
+// The reference page says of every column what its type is, never what
+// the wire form of its member was: a time column (timestamptz, ISO text,
+// a Parquet timestamp) holds an instant and is not "epoch milliseconds",
+// and an epoch ms column says it is. Read from the page as generated, so
+// the page and the types cannot disagree; the schemas' own wording
+// ("When the delivery was checked, epoch milliseconds; ...") is their
+// wire form and is what the generator must not copy.
+func TestDescriptionsFollowKinds(t *testing.T) {
+	row := regexp.MustCompile("^\\| `([a-z0-9_]+)`(?: \\(key\\))? \\| ([a-zA-Z ]+) \\| `[^`]*` \\| (.*) \\|$")
+	names := map[string]Kind{}
+	for k, d := range kindDoc {
+		names[d[0]] = k
+	}
+	columns := 0
+	for _, line := range strings.Split(string(Doc()), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		columns++
+		kind, ok := names[m[2]]
+		if !ok {
+			t.Errorf("%s: type %q is not a kind's", m[1], m[2])
+			continue
+		}
+		saysEpoch := strings.Contains(strings.ToLower(m[3]), "epoch")
+		if saysEpoch != (kind == Millis) {
+			t.Errorf("%s, a %s column, is described as %q", m[1], m[2], m[3])
+		}
+	}
+	if columns < 100 {
+		t.Fatalf("read %d column rows from the page: its table changed shape", columns)
+	}
+	for _, r := range Relations() {
+		for _, c := range r.Columns {
+			if strings.TrimSpace(c.Description) == "" || strings.HasPrefix(c.Description, ",") {
+				t.Errorf("%s.%s: description %q", r.Name, c.Name, c.Description)
+			}
+		}
+	}
+}
