@@ -23,6 +23,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/demo"
 	"github.com/foodsafe/foodsafe/internal/mirror/export"
+	mirrortargets "github.com/foodsafe/foodsafe/internal/mirror/targets"
 	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
@@ -206,7 +207,8 @@ func TestSyncAnalystMirror(t *testing.T) {
 			require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
 			var written []export.File
 			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &written))
-			require.Len(t, written, len(typed.Relations()))
+			relations := append(typed.Relations(), mirrortargets.FileTables()...)
+			require.Len(t, written, len(relations))
 			exports[tg.name] = dir
 
 			var files map[string]struct {
@@ -214,9 +216,9 @@ func TestSyncAnalystMirror(t *testing.T) {
 				Rows    [][]any
 			}
 			duckdb(t, node, nil, &files, "files", dir)
-			require.Len(t, files, len(typed.Relations()))
+			require.Len(t, files, len(relations))
 			db, q := openTarget(t, tg.target)
-			for _, rel := range typed.Relations() {
+			for _, rel := range relations {
 				f, ok := files[rel.Name+".parquet"]
 				require.True(t, ok, "%s: %s.parquet", tg.name, rel.Name)
 				var cols, want []string
@@ -234,7 +236,11 @@ func TestSyncAnalystMirror(t *testing.T) {
 					got = append(got, cells)
 				}
 				sortRows(got)
-				require.Equal(t, typedRows(t, db, q, rel, demo.RestaurantID), got, "%s: %s row for row", tg.name, rel.Name)
+				rows := typedRows(t, db, q, rel, demo.RestaurantID)
+				if rel.Name == "files" || rel.Name == "file_links" {
+					require.NotEmpty(t, rows, "%s: the sync ran with --files", rel.Name)
+				}
+				require.Equal(t, rows, got, "%s: %s row for row", tg.name, rel.Name)
 				for _, e := range written {
 					if e.Relation == rel.Name {
 						require.Equal(t, int64(len(f.Rows)), e.Rows, "%s: the rows export says it wrote", rel.Name)
@@ -249,8 +255,9 @@ func TestSyncAnalystMirror(t *testing.T) {
 		res := s.a.cliSync("export", "--from", sqlite, "--format", "csv", "--out", dir)
 		require.Equal(t, 0, res.Code, "stderr:\n%s", res.Stderr)
 		require.Contains(t, res.Stdout, "typed_deliveries_temperature_records")
+		require.Contains(t, res.Stdout, "file_links")
 		db, q := openTarget(t, sqlite)
-		for _, rel := range typed.Relations() {
+		for _, rel := range append(typed.Relations(), mirrortargets.FileTables()...) {
 			f, err := os.Open(filepath.Join(dir, rel.Name+".csv"))
 			require.NoError(t, err)
 			recs, err := csv.NewReader(f).ReadAll()
@@ -573,6 +580,27 @@ var recipeAnswers = map[string]func(t testing.TB, a *app, now time.Time) [][]str
 			out = append(out, []string{task["name"].(string), strconv.Itoa(every), lastDone})
 		}
 		slices.SortFunc(out, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
+		return out
+	},
+	"downloaded-files": func(t testing.TB, a *app, _ time.Time) [][]string {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, a.cfg.DatabaseURL)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, `
+			SELECT source, count(*)::text, count(DISTINCT sha256)::text, sum(bytes)::text FROM (
+				SELECT 'asset' AS source, data->'asset'->>'sha256' AS sha256, (data->'asset'->>'byteLength')::bigint AS bytes
+				FROM records WHERE restaurant_id = $1 AND NOT deleted AND data->'asset'->>'status' = 'uploaded'
+				UNION ALL
+				SELECT 'delivery-image', sha256, byte_length FROM delivery_images WHERE restaurant_id = $1) l
+			GROUP BY source ORDER BY source`, demo.RestaurantID)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]string, error) {
+			cells := make([]string, 4)
+			err := r.Scan(&cells[0], &cells[1], &cells[2], &cells[3])
+			return cells, err
+		})
+		require.NoError(t, err)
 		return out
 	},
 	"files-per-record": func(t testing.TB, a *app, _ time.Time) [][]string {

@@ -282,7 +282,11 @@ func typedRows(t testing.TB, db *sql.DB, q func(string) string, r *typed.Relatio
 	for _, c := range r.Columns {
 		names = append(names, c.Name)
 	}
-	rows, err := db.Query(q(`SELECT `+strings.Join(names, ", ")+` FROM `+r.Name+` WHERE restaurant_id = ?`), restaurant)
+	query, args := `SELECT `+strings.Join(names, ", ")+` FROM `+r.Name, []any{}
+	if slices.Contains(names, "restaurant_id") {
+		query, args = query+` WHERE restaurant_id = ?`, []any{restaurant}
+	}
+	rows, err := db.Query(q(query), args...)
 	require.NoError(t, err, r.Name)
 	defer rows.Close()
 	out := [][]string{}

@@ -312,10 +312,12 @@ func exportCmd(stdout io.Writer) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "export --from TARGET --out DIR [--format parquet|csv]",
-		Short: "Write every typed relation of a mirror into DIR, one Parquet (or CSV) file each",
+		Short: "Write every typed relation of a mirror, and its files tables, into DIR, one Parquet (or CSV) file each",
 		Long: `Write every typed relation of a mirror into DIR, one file per relation
-(typed_deliveries.parquet, ...), with the relation's columns and types, all
-read from one snapshot of the mirror. TARGET is a mirror foodsafe-sync made,
+(typed_deliveries.parquet, ...), and the tables files and file_links
+(files.parquet, file_links.parquet: which file each record and delivery
+photograph has, empty unless the sync ran with --files), with the columns
+and types, all read from one snapshot of the mirror. TARGET is a mirror foodsafe-sync made,
 as given to --to; it may be read while a sync runs. The Parquet files use
 types DuckDB, pandas/pyarrow and Spark read natively. See
 docs/partners-sync.md, "Analysing the mirror".`,

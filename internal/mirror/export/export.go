@@ -1,7 +1,8 @@
 // Package export writes the typed relations of a mirror
-// (internal/mirror/typed) into files analysts read: one Parquet (or CSV)
-// file per relation, with the relation's columns in order and their
-// types, all read from one snapshot of the target.
+// (internal/mirror/typed), and its tables of downloaded files, into files
+// analysts read: one Parquet (or CSV) file per relation, with the
+// relation's columns in order and their types, all read from one
+// snapshot of the target.
 package export
 
 import (
@@ -37,9 +38,10 @@ type File struct {
 const exportRowGroup = 64 * 1024
 
 // Write writes every typed relation the target holds into dir, one file
-// per relation named after it (typed_deliveries.parquet), with the
-// relation's columns in order and their types, all read from one snapshot
-// so the files agree with each other. A file is written under a temporary
+// per relation named after it (typed_deliveries.parquet), then the
+// tables files and file_links (targets.FileTables: empty without
+// --files), with the columns in order and their types, all read from one
+// snapshot so the files agree with each other. A file is written under a temporary
 // name and renamed into place once complete.
 func Write(ctx context.Context, t *targets.Target, format Format, dir string) ([]File, error) {
 	if format != Parquet && format != CSV {
@@ -58,6 +60,13 @@ func Write(ctx context.Context, t *targets.Target, format Format, dir string) ([
 			if !held[r.Name] {
 				continue // a collection the target does not mirror
 			}
+			e, err := writeRelation(ctx, s, r, format, dir)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.Name, err)
+			}
+			out = append(out, e)
+		}
+		for _, r := range targets.FileTables() {
 			e, err := writeRelation(ctx, s, r, format, dir)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
 
 // Files are the files a mirror downloaded (files: one row per digest) and
@@ -19,6 +21,40 @@ type File struct {
 	SHA256      string
 	ContentType string
 	ByteLength  int64
+}
+
+// FileTables are the tables files and file_links as an export writes
+// them beside the typed relations (export.Write), with their columns in
+// order and their types: which file each record or delivery photograph
+// has, where the mirror stored it, and how large it is, answerable from
+// the export alone. downloaded_at stays epoch milliseconds, as the table
+// holds it.
+func FileTables() []*typed.Relation {
+	text := func(name, from, what string, key bool) typed.Column {
+		return typed.Column{Name: name, Kind: typed.Text, Key: key, From: from, Description: what}
+	}
+	return []*typed.Relation{{
+		Name:        "files",
+		Description: "Each file the mirror downloaded (foodsafe-sync --files), once per digest.",
+		Columns: []typed.Column{
+			text("sha256", "sha256", "The file's SHA-256, in hex.", true),
+			text("content_type", "contentType", "The file's media type.", false),
+			{Name: "byte_length", Kind: typed.Integer, From: "byteLength", Description: "The file's size in bytes."},
+			text("path", "path", "Where the mirror stored it, under --files-dir.", false),
+			{Name: "downloaded_at", Kind: typed.Millis, From: "downloaded_at", Description: "When the mirror downloaded it, in epoch milliseconds."},
+		},
+	}, {
+		Name:        "file_links",
+		Description: "Which record or delivery each file belongs to.",
+		Columns: []typed.Column{
+			text("restaurant_id", "restaurantId", "The restaurant of the record or delivery.", true),
+			text("source", "source", "asset (a record's file) or delivery-image (a delivery's photograph).", true),
+			text("parent", "parent", "collection/recordId for an asset, the delivery id for a photograph.", true),
+			text("item_id", "item_id", "The asset's objectKey or the photograph's image id.", true),
+			text("sha256", "sha256", "The file (files.sha256).", false),
+			text("content_type", "contentType", "The file's media type.", false),
+		},
+	}}
 }
 
 // MissingAssets are the live records of a collection whose uploaded
