@@ -621,7 +621,8 @@ func maxOr(m *uint64, def int) int {
 var unreached = map[string]string{
 	"500":                   "unexpected failures, never on purpose: TestPanicIsOpaque500",
 	"503":                   "outages of the database or the file store: TestDatabaseUnavailableIs503, TestHealthReadyDatabaseDown, TestUnwritableFileStorageIs503",
-	"429":                   "budgets: the run's key has one no draw spends (TestRateLimitPerKey, TestRateLimitFailedAuthPerIP, TestSignedURLRateLimitedPerIP, TestMCPRateLimit)",
+	"429":                   "budgets: the run's key has one no draw spends (TestRateLimitPerKey, TestRateLimitFailedAuthPerIP, TestSignedURLRateLimitedPerIP, TestMCPRateLimit), and a daily upload quota no draw spends (TestUploadQuota)",
+	"408":                   "an upload too slow or stalled, which takes seconds of a client sending nothing or a byte now and then: TestUploadIdleTimeout, TestTricklingUploadsFreeTheirSlots",
 	"431":                   "header sections over 64 KiB are answered by serve's listener before routing, which the in-process server of this run does not have: TestUnparseableRequestsGetProblems",
 	"uploadRecordAsset 413": "a file over FOODSAFE_MAX_ASSET_BYTES (50 MiB by default) is too large to send per draw: TestLargeUploads",
 	"putDeliveryImage 413":  "as an asset: TestLargeUploads, TestDeliveryImages",

@@ -29,6 +29,8 @@ const (
 	RangeNotSatisfiable   Code = "range-not-satisfiable"
 	HeadersTooLarge       Code = "request-header-fields-too-large"
 	RateLimited           Code = "rate-limit-exceeded"
+	UploadQuotaExceeded   Code = "upload-quota-exceeded"
+	UploadTooSlow         Code = "upload-too-slow"
 	DependencyUnavailable Code = "dependency-unavailable"
 	Internal              Code = "internal-error"
 	NotImplemented        Code = "not-implemented"
@@ -55,11 +57,13 @@ var Kinds = []Kind{
 	{DownloadURLExpired, 403, "Download URL expired or altered", "A signed download URL (GET /v1/files/...) used after its urlExpiresAt (it works 15 minutes), or altered: a character changed or a part missing, so its signature does not match.", "Not this URL: list the files again (GET .../records/{recordId}/assets or .../deliveries/{deliveryId}/images) for a fresh url, then download with it."},
 	{NotFound, 404, "Not found", "No grant for the restaurant, or no such resource; indistinguishable.", "No."},
 	{MethodNotAllowed, 405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has.", "No: use a method from Allow."},
+	{UploadTooSlow, 408, "Upload too slow", "An upload's bytes stopped arriving for FOODSAFE_UPLOAD_IDLE_TIMEOUT, or arrived slower than FOODSAFE_UPLOAD_MIN_RATE bytes a second past FOODSAFE_UPLOAD_RATE_GRACE; nothing was stored and the connection is closed, so the upload slot goes to uploads that move.", "Yes: resend the whole file, on a better connection if one can be had."},
 	{Conflict, 409, "Conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes, an upload for a file the record no longer names).", "No."},
 	{PreconditionFailed, 412, "Precondition failed", "If-Match or If-Unmodified-Since does not match the file.", "No."},
 	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
 	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},
-	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent, or the key already has its most uploads in progress at once (FOODSAFE_UPLOADS_PER_KEY).", "Yes, after the seconds in Retry-After."},
+	{RateLimited, 429, "Rate limit exceeded", "The request budget is spent, or the key already has its most uploads in progress at once (FOODSAFE_UPLOADS_PER_KEY), or it has one in progress and the server's free upload slots are those kept for keys with none (FOODSAFE_UPLOADS_RESERVED).", "Yes, after the seconds in Retry-After."},
+	{UploadQuotaExceeded, 429, "Upload quota exceeded", "The key has attached its most bytes of files to the restaurant this UTC day (FOODSAFE_UPLOAD_QUOTA_BYTES), or this file would take it past them; nothing was stored.", "Yes, after the seconds in Retry-After (the next UTC day); other keys are not affected."},
 	{HeadersTooLarge, 431, "Request header fields too large", "The request line and headers together exceed 64 KiB; answered before routing (instance is the path as sent).", "No."},
 	{Internal, 500, "Internal error", "Unexpected failure, already recorded.", "Once with backoff, then report the requestId."},
 	{NotImplemented, 501, "Not implemented", "The request uses a transfer coding the service does not support; answered before routing (instance is the path as sent).", "No."},

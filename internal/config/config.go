@@ -113,14 +113,33 @@ type Config struct {
 	// deadline of a download, which may take longer than a JSON exchange.
 	UploadTimeout time.Duration `env:"FOODSAFE_UPLOAD_TIMEOUT" envDefault:"10m" desc:"Read deadline of a file upload and write deadline of a download (they outlast a JSON exchange)."`
 	// UploadIdleTimeout cuts an upload whose client sent nothing for this
-	// long (400, nothing stored), so a stalled client gives back its
+	// long (408, nothing stored), so a stalled client gives back its
 	// connection, buffer and upload slot long before UploadTimeout.
-	UploadIdleTimeout time.Duration `env:"FOODSAFE_UPLOAD_IDLE_TIMEOUT" envDefault:"30s" desc:"An upload that sends no bytes for this long is cut (400, nothing stored), freeing its slot long before FOODSAFE_UPLOAD_TIMEOUT."`
+	UploadIdleTimeout time.Duration `env:"FOODSAFE_UPLOAD_IDLE_TIMEOUT" envDefault:"30s" desc:"An upload that sends no bytes for this long is cut (408 upload-too-slow, nothing stored), freeing its slot long before FOODSAFE_UPLOAD_TIMEOUT."`
+	// UploadMinRate and UploadRateGrace cut an upload that trickles (as
+	// Apache's mod_reqtimeout body=20,MinRate=...): by any instant, an
+	// upload must have sent UploadMinRate bytes for every second past
+	// UploadRateGrace. One byte every 20 s resets the idle timer for ever;
+	// it does not keep up with a rate. 1 KiB/s is below the slowest
+	// mobile network that uploads a photograph (GPRS sends several KB/s),
+	// and the 10-minute FOODSAFE_UPLOAD_TIMEOUT already asks 87 KB/s of a
+	// 50 MiB file, so only a client that means to hold a slot meets it.
+	UploadMinRate   int64         `env:"FOODSAFE_UPLOAD_MIN_RATE" envDefault:"1024" desc:"Bytes a second an upload must average after FOODSAFE_UPLOAD_RATE_GRACE (as Apache's mod_reqtimeout MinRate): an upload that has sent fewer than this many bytes for each second past the grace is cut (408 upload-too-slow, nothing stored, connection closed), freeing its slot to uploads that move. 0: no minimum rate, only FOODSAFE_UPLOAD_IDLE_TIMEOUT."`
+	UploadRateGrace time.Duration `env:"FOODSAFE_UPLOAD_RATE_GRACE" envDefault:"20s" desc:"Time an upload may take before FOODSAFE_UPLOAD_MIN_RATE applies (mod_reqtimeout's body=20): the deadline of its next byte is the grace plus one second for every FOODSAFE_UPLOAD_MIN_RATE bytes received."`
 	// UploadsPerKey caps the uploads one key has in progress at once (429
 	// with Retry-After beyond); UploadsMax caps those of the whole process
 	// (503 with Retry-After beyond).
 	UploadsPerKey int `env:"FOODSAFE_UPLOADS_PER_KEY" envDefault:"4" desc:"Uploads one key may have in progress at once; beyond, 429 rate-limit-exceeded with Retry-After."`
 	UploadsMax    int `env:"FOODSAFE_UPLOADS_MAX" envDefault:"32" desc:"Uploads one process receives at once; beyond, 503 dependency-unavailable with Retry-After."`
+	// UploadsReserved keeps the last slots of UploadsMax for keys with no
+	// upload in progress, so that a few keys cannot hold every slot: a
+	// device starting its first upload gets one unless as many other
+	// keys each hold one too. A fixed per-key share would also do it, but
+	// would hold back a device sending a backlog on an idle server.
+	UploadsReserved int `env:"FOODSAFE_UPLOADS_RESERVED" envDefault:"25" desc:"Percent of FOODSAFE_UPLOADS_MAX (rounded down; 25: 8 of 32) kept for keys with no upload in progress: a key already uploading may take another slot only while more than these are free, else 429 rate-limit-exceeded with Retry-After. A few keys then cannot hold every slot. 0: no reserve."`
+	// UploadQuotaBytes caps the bytes one key attaches to files of one
+	// restaurant in a UTC day.
+	UploadQuotaBytes int64 `env:"FOODSAFE_UPLOAD_QUOTA_BYTES" envDefault:"2147483648" desc:"Bytes of files one key may attach in one restaurant per UTC day (uploads of assets and delivery images; a replay of the same bytes for the same file counts nothing); beyond, 429 upload-quota-exceeded with Retry-After until the day turns. Default 2 GiB: twice a busy restaurant's day (docs/operators.md). 0: no quota."`
 	// MaxClockSkew is how far ahead of the server's clock a device's
 	// capturedAt (a delivery's occurredAt) may be; beyond it the write is
 	// refused, within it receivedAt is raised to capturedAt.
@@ -209,6 +228,10 @@ func (c Config) check() error {
 		return errors.New("FOODSAFE_AUDIT_COUNT_ROWS must be at least 2: one named shape and the row of the rest")
 	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
+	case c.UploadsReserved < 0 || c.UploadsReserved > 99:
+		return errors.New("FOODSAFE_UPLOADS_RESERVED is a percent: 0 to 99")
+	case c.UploadMinRate < 0 || c.UploadRateGrace < 0 || c.UploadQuotaBytes < 0:
+		return errors.New("FOODSAFE_UPLOAD_MIN_RATE, FOODSAFE_UPLOAD_RATE_GRACE and FOODSAFE_UPLOAD_QUOTA_BYTES cannot be negative")
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
 		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
 	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:

@@ -76,7 +76,7 @@ func New(d Deps) (*gin.Engine, error) {
 		schemas: d.Schemas, cursors: cursor.NewIssuer(d.Cursors, d.Config.CursorTTL, d.Metrics), blobs: d.Blobs,
 		metrics: d.Metrics, now: d.Now}
 	a.files, _ = d.Blobs.(*blob.FS)
-	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax)
+	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax, d.Config.UploadsReserved)
 	a.largeAnswers = newLargeAnswers()
 	if a.now == nil {
 		a.now = time.Now

@@ -13,8 +13,10 @@ import (
 
 var (
 	deliveryWrites = []int{409, 413}
-	jsonBody       = func(schema string) openapi.Response { return openapi.Response{Schema: schema} }
-	replayable     = func(schema string) openapi.Response { return openapi.Response{Schema: schema, Replayable: true} }
+	// fileUploads: an upload too slow or stalled is cut (408).
+	fileUploads = []int{408, 409, 413}
+	jsonBody    = func(schema string) openapi.Response { return openapi.Response{Schema: schema} }
+	replayable  = func(schema string) openapi.Response { return openapi.Response{Schema: schema, Replayable: true} }
 	// replayedState: a replay may say its change was compacted.
 	replayedState = func(r openapi.Response) openapi.Response {
 		r.Headers = append(r.Headers, "Idempotent-Replayed-State")
@@ -168,7 +170,7 @@ func (a *API) routes() []route {
 					"The delivery's imageCount is not checked against its images: it is the provider's own figure. " +
 					"Example: the bytes of the example delivery's photograph, the file GET .../images lists for it (a PNG; the document " +
 					"cannot carry bytes that are not text), whose digest the Repr-Digest example is.",
-				Headers: []string{"ReprDigest"}, ParamExamples: openapi.PhotoParamExamples(), Errors: deliveryWrites,
+				Headers: []string{"ReprDigest"}, ParamExamples: openapi.PhotoParamExamples(), Errors: fileUploads,
 				Body: &openapi.Body{Binary: true, Media: photoMediaTypes()},
 				OK: withLinks(replayable("FileResult"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
 					Description: "The delivery's photographs, with signed URLs.", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
@@ -229,7 +231,7 @@ func (a *API) routes() []route {
 				OK: withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromPath("collection"), openapi.FromPath("recordId")),
 					openapi.Link{Name: "assets", OperationID: "listRecordAssets", Description: "The record's verified file, with a signed URL.",
 						Parameters: openapi.SamePath("restaurantId", "collection", "recordId")}),
-				Errors: []int{409, 413}}},
+				Errors: fileUploads}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,
 			Doc: fileDoc("downloadFile", "Download a file with a signed URL")},

@@ -162,8 +162,9 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, ph
 	}
 	defer release()
 	// Files may take longer to arrive than a JSON body, but not stall.
+	start := time.Now()
 	body := &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
-		end: time.Now().Add(a.cfg.UploadTimeout)}
+		start: start, end: start.Add(a.cfg.UploadTimeout), minRate: a.cfg.UploadMinRate, grace: a.cfg.UploadRateGrace}
 	var src io.Reader = body
 	if photo {
 		// Peek at the first 512 bytes (all http.DetectContentType reads)
@@ -199,10 +200,11 @@ func (a *API) errTooLarge() error {
 // uploadFailed answers an upload whose bytes could not be read or stored;
 // nothing was kept.
 func (a *API) uploadFailed(c *gin.Context, body *idleBody, w metrics.Write, collection string, err error) error {
-	switch {
-	case body.idled:
+	if cut := body.cut(a.cfg); cut != nil {
 		serverCutKey.set(c, true)
-		return a.errUploadStalled()
+		return cut
+	}
+	switch {
 	case errors.Is(err, blob.ErrTooLarge):
 		return a.errTooLarge()
 	case errors.Is(err, blob.ErrDigestMismatch):

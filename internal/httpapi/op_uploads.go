@@ -11,21 +11,32 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/config"
 )
 
 // uploadSlots caps the uploads in progress, per key and per process, so
 // that slow or stalled clients cannot hold every connection, buffer and
 // object-store stream of a replica. Beyond a key's share the answer is a
 // 429, beyond the process's a 503, both with Retry-After.
+//
+// The last reserved slots go only to keys with no upload in progress: a
+// few keys, each sending several uploads, cannot fill the process, and a
+// device starting its first upload finds a slot unless reserved other
+// keys are each holding one too. A fixed per-key share would bound them
+// as well, but would hold back a device sending a backlog while the
+// server is idle; with the reserve it may take up to perKey slots while
+// more than the reserve is free.
 type uploadSlots struct {
-	perKey, total int
-	mu            sync.Mutex
-	running       int
-	byKey         map[int64]int
+	perKey, total, reserved int
+	mu                      sync.Mutex
+	running                 int
+	byKey                   map[int64]int
 }
 
-func newUploadSlots(perKey, total int) *uploadSlots {
-	return &uploadSlots{perKey: perKey, total: total, byKey: map[int64]int{}}
+// newUploadSlots keeps reservedPercent of total (rounded down) for keys
+// with no upload in progress.
+func newUploadSlots(perKey, total, reservedPercent int) *uploadSlots {
+	return &uploadSlots{perKey: perKey, total: total, reserved: total * reservedPercent / 100, byKey: map[int64]int{}}
 }
 
 // uploadRetryAfter is the Retry-After, in seconds, of a refused upload:
@@ -36,13 +47,18 @@ const uploadRetryAfter = "5"
 func (s *uploadSlots) acquire(key int64) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	held, free := s.byKey[key], s.total-s.running
 	switch {
-	case s.byKey[key] >= s.perKey:
+	case held >= s.perKey:
 		return nil, apperr.New(apperr.RateLimited,
 			"This key already has %d uploads in progress, the most it may have at once; retry after the seconds in Retry-After.", s.perKey)
-	case s.running >= s.total:
+	case free <= 0:
 		return nil, apperr.New(apperr.DependencyUnavailable,
 			"The server is receiving the most uploads it takes at once (%d); retry after the seconds in Retry-After.", s.total)
+	case held > 0 && free <= s.reserved:
+		return nil, apperr.New(apperr.RateLimited,
+			"This key has %d uploads in progress, and the server keeps its last %d upload slots for keys with none; "+
+				"retry after the seconds in Retry-After, or once an upload of this key has ended.", held, s.reserved)
 	}
 	s.running++
 	s.byKey[key]++
@@ -69,34 +85,65 @@ func (a *API) uploadSlot(c *gin.Context) (func(), error) {
 	return release, err
 }
 
-// idleBody reads an upload's body with two deadlines on the connection:
-// the whole upload must end by end (FOODSAFE_UPLOAD_TIMEOUT), and no read
-// may wait longer than idle (FOODSAFE_UPLOAD_IDLE_TIMEOUT) for its next
-// bytes, so a stalled client gives its slot back within seconds.
+// idleBody reads an upload's body with three deadlines on the
+// connection: the whole upload must end by end (FOODSAFE_UPLOAD_TIMEOUT);
+// no read may wait longer than idle (FOODSAFE_UPLOAD_IDLE_TIMEOUT) for its
+// next bytes, so a stalled client gives its slot back within seconds; and,
+// when minRate is set, the bytes so far must keep up with minRate a second
+// past grace (FOODSAFE_UPLOAD_MIN_RATE, FOODSAFE_UPLOAD_RATE_GRACE, as
+// Apache's mod_reqtimeout MinRate), so a client sending a byte now and
+// then, which the idle timer alone never cuts, gives its slot back too.
 type idleBody struct {
-	r     io.Reader
-	rc    *http.ResponseController
-	idle  time.Duration
-	end   time.Time
-	idled bool
+	r       io.Reader
+	rc      *http.ResponseController
+	idle    time.Duration
+	start   time.Time
+	end     time.Time
+	minRate int64
+	grace   time.Duration
+	got     int64
+	// idled and slow say which deadline cut the upload.
+	idled, slow bool
+}
+
+// next is the deadline of the next read, and which one it is.
+func (b *idleBody) next(now time.Time) (deadline time.Time, idle, slow bool) {
+	deadline, idle = now.Add(b.idle), true
+	if b.minRate > 0 {
+		// One second more for every minRate bytes received.
+		earned := time.Duration(float64(b.got) / float64(b.minRate) * float64(time.Second))
+		if r := b.start.Add(b.grace + earned); r.Before(deadline) {
+			deadline, idle, slow = r, false, true
+		}
+	}
+	if !deadline.Before(b.end) {
+		return b.end, false, false
+	}
+	return deadline, idle, slow
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
-	next := time.Now().Add(b.idle)
-	if next.After(b.end) {
-		next = b.end
-	}
+	next, idle, slow := b.next(time.Now())
 	_ = b.rc.SetReadDeadline(next)
 	n, err := b.r.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && next.Before(b.end) {
-		b.idled = true
+	b.got += int64(n)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.idled, b.slow = idle, slow
 	}
 	return n, err
 }
 
-// errUploadStalled is the 400 of an upload that sent nothing for the idle
-// timeout; the connection is closed after it.
-func (a *API) errUploadStalled() error {
-	return apperr.New(apperr.Invalid, "No bytes of the file arrived for %s; nothing was stored. Resend the whole file.",
-		a.cfg.UploadIdleTimeout)
+// cut is the 408 of an upload cut by the idle timeout or the minimum
+// rate, after which the connection is closed; nil for any other failure.
+func (b *idleBody) cut(cfg config.Config) error {
+	switch {
+	case b.idled:
+		return apperr.New(apperr.UploadTooSlow, "No bytes of the file arrived for %s; nothing was stored. Resend the whole file.",
+			cfg.UploadIdleTimeout)
+	case b.slow:
+		return apperr.New(apperr.UploadTooSlow, "The file arrived slower than %d bytes a second after the first %s (%d bytes in %s); "+
+			"nothing was stored. Resend the whole file, on a better connection if one can be had.",
+			cfg.UploadMinRate, cfg.UploadRateGrace, b.got, time.Since(b.start).Round(time.Second))
+	}
+	return nil
 }
