@@ -140,8 +140,11 @@ func checkPhoto(declared string, head []byte) error {
 // w and the collection (empty for delivery images) label the upload metrics.
 // photo requires a photograph (delivery images): a photo media type, and
 // first bytes that show it; only those bytes are read ahead, the rest
-// streams as for any file.
-func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, photo bool) (blob.Object, string, error) {
+// streams as for any file. stored says whether the file is already stored
+// with the announced digest: a replay, which the upload quota lets
+// through since it stores nothing.
+func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, photo bool,
+	stored func(ctx context.Context, sha string) (bool, error)) (blob.Object, string, error) {
 	ct, err := uploadContentType(c)
 	if err != nil {
 		return blob.Object{}, "", err
@@ -155,6 +158,11 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, ph
 	}
 	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
 		return blob.Object{}, "", a.errTooLarge()
+	}
+	if err := a.uploadQuota(c, c.Param("restaurantId"), func(ctx context.Context) (bool, error) {
+		return stored(ctx, hex.EncodeToString(want[:]))
+	}); err != nil {
+		return blob.Object{}, "", err
 	}
 	release, err := a.uploadSlot(c)
 	if err != nil {
@@ -297,7 +305,9 @@ func (a *API) assetPut(c *gin.Context) (err error) {
 	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false)
+	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false, func(ctx context.Context, sha string) (bool, error) {
+		return a.store.AssetStored(ctx, k, objectKey, sha)
+	})
 	if err != nil {
 		return err
 	}
@@ -305,6 +315,9 @@ func (a *API) assetPut(c *gin.Context) (err error) {
 		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
 		return err
+	}
+	if how == store.Applied {
+		a.countUpload(c, k.RestaurantID, obj.Size)
 	}
 	if col, _ := catalog.Lookup(k.Collection); !principal(c).Can(k.RestaurantID, col.ReadScope()) {
 		// Each scope is a separate grant (spec 2.5): the record's data,
@@ -346,7 +359,9 @@ func (a *API) deliveryImagePut(c *gin.Context) (err error) {
 	if _, err := a.store.DeliveryGet(c.Request.Context(), k.DeliveryKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true)
+	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true, func(ctx context.Context, sha string) (bool, error) {
+		return a.store.DeliveryImageStored(ctx, k, sha)
+	})
 	if err != nil {
 		return err
 	}
@@ -354,6 +369,9 @@ func (a *API) deliveryImagePut(c *gin.Context) (err error) {
 		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
 		return err
+	}
+	if !replayed {
+		a.countUpload(c, k.RestaurantID, obj.Size)
 	}
 	items, err := a.withURL(c.Request.Context(), a.baseURL(c), k.RestaurantID, []wire.FileItem{item})
 	if err != nil {

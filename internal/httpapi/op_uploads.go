@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -146,4 +149,58 @@ func (b *idleBody) cut(cfg config.Config) error {
 			cfg.UploadMinRate, cfg.UploadRateGrace, b.got, time.Since(b.start).Round(time.Second))
 	}
 	return nil
+}
+
+// uploadQuota refuses, before its body is read, an upload that would take
+// its key past the bytes it may attach to the restaurant this UTC day
+// (FOODSAFE_UPLOAD_QUOTA_BYTES): a 429 upload-quota-exceeded whose
+// Retry-After is the next UTC midnight. A declared Content-Length is
+// checked whole; a chunked upload of unknown length passes while the key
+// is under its quota. Uploads checked at once each pass on the count
+// before any of them, so a key may end a day over its quota by at most
+// FOODSAFE_UPLOADS_PER_KEY files. A replay (replay says whether the file
+// is already stored with these bytes) stores nothing and always passes,
+// so a device that lost the answer of its last upload of the day reads it.
+func (a *API) uploadQuota(c *gin.Context, restaurant string, replay func(context.Context) (bool, error)) error {
+	quota := a.cfg.UploadQuotaBytes
+	if quota == 0 {
+		return nil
+	}
+	ctx, now := c.Request.Context(), a.now()
+	used, err := a.store.UploadQuotaUsed(ctx, restaurant, principal(c).KeyID, now)
+	if err != nil {
+		return err
+	}
+	if used < quota && used+max(c.Request.ContentLength, 0) <= quota {
+		return nil
+	}
+	if replayed, err := replay(ctx); err != nil || replayed {
+		return err
+	}
+	y, m, d := now.UTC().Date()
+	wait := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Sub(now)
+	c.Header("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+	return apperr.New(apperr.UploadQuotaExceeded, "This key has attached %d bytes of files to restaurant %s today (UTC), "+
+		"and may attach %d a day; this file (%s) would take it past them. Nothing was stored; retry after the seconds in "+
+		"Retry-After, when the day turns (UTC). Other keys are not affected.", used, restaurant, quota, declaredLength(c))
+}
+
+// declaredLength says the upload's Content-Length, for a refusal.
+func declaredLength(c *gin.Context) string {
+	if n := c.Request.ContentLength; n >= 0 {
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	return "length not declared"
+}
+
+// countUpload adds a file just stored to its key's bytes of the day. The
+// file is stored whatever happens here: a failure is logged, not
+// answered, and the day's count misses the file.
+func (a *API) countUpload(c *gin.Context, restaurant string, bytes int64) {
+	if a.cfg.UploadQuotaBytes == 0 {
+		return
+	}
+	if err := a.store.UploadQuotaAdd(c.Request.Context(), restaurant, principal(c).KeyID, a.now(), bytes); err != nil {
+		a.logFailure(c.Request.Context(), requestID(c), routeOf(c), fmt.Errorf("counting an upload against the quota: %w", err))
+	}
 }

@@ -1,6 +1,7 @@
 -- name: AssetUploadGet :one
--- Serves asset uploads (replay or conflict) and ingest (is the asset the
--- snapshot names verified?). asset_uploads_pkey.
+-- Serves asset uploads (replay or conflict; before the body is read, is
+-- it a replay, which the upload quota does not check?) and ingest (is the
+-- asset the snapshot names verified?). asset_uploads_pkey.
 SELECT restaurant_id, collection, record_id, object_key, sha256, content_type, byte_length, uploaded_at, mutation_id
 FROM asset_uploads
 WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collection)

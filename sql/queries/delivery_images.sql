@@ -9,7 +9,8 @@ ON CONFLICT (restaurant_id, delivery_id, image_id) DO NOTHING
 RETURNING restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at;
 
 -- name: DeliveryImageGet :one
--- Serves image upload replays. delivery_images_pkey.
+-- Serves image upload replays, and before an upload's body is read, is it
+-- a replay (which the upload quota does not check)? delivery_images_pkey.
 SELECT restaurant_id, delivery_id, image_id, sha256, content_type, byte_length, uploaded_at
 FROM delivery_images
 WHERE restaurant_id = sqlc.arg(restaurant_id) AND delivery_id = sqlc.arg(delivery_id) AND image_id = sqlc.arg(image_id);

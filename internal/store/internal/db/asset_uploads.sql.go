@@ -65,8 +65,9 @@ type AssetUploadGetParams struct {
 	ObjectKey    string
 }
 
-// Serves asset uploads (replay or conflict) and ingest (is the asset the
-// snapshot names verified?). asset_uploads_pkey.
+// Serves asset uploads (replay or conflict; before the body is read, is
+// it a replay, which the upload quota does not check?) and ingest (is the
+// asset the snapshot names verified?). asset_uploads_pkey.
 func (q *Queries) AssetUploadGet(ctx context.Context, arg AssetUploadGetParams) (AssetUpload, error) {
 	row := q.db.QueryRow(ctx, AssetUploadGet,
 		arg.RestaurantID,

@@ -21,7 +21,8 @@ type DeliveryImageGetParams struct {
 	ImageID      string
 }
 
-// Serves image upload replays. delivery_images_pkey.
+// Serves image upload replays, and before an upload's body is read, is it
+// a replay (which the upload quota does not check)? delivery_images_pkey.
 func (q *Queries) DeliveryImageGet(ctx context.Context, arg DeliveryImageGetParams) (DeliveryImage, error) {
 	row := q.db.QueryRow(ctx, DeliveryImageGet, arg.RestaurantID, arg.DeliveryID, arg.ImageID)
 	var i DeliveryImage

@@ -240,3 +240,14 @@ type SessionGrant struct {
 	RestaurantID string
 	Scope        string
 }
+
+// Bytes of files (record assets, delivery images) one key attached to one restaurant on one UTC day, against FOODSAFE_UPLOAD_QUOTA_BYTES. One row per key and restaurant: a later day replaces the row's day and starts its bytes again. Never holds secrets.
+type UploadQuotum struct {
+	RestaurantID string
+	// api_keys.id of the key that uploaded (a mobile session counts as its key).
+	KeyID int64
+	// The UTC day the bytes were counted on; a row of an earlier day counts as 0 bytes today.
+	Day pgtype.Date
+	// Sum of byte_length of the files the key attached on day; a replayed upload (same bytes for the same file) adds nothing.
+	Bytes int64
+}
