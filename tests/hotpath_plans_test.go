@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -41,6 +42,7 @@ var hotPathIndexes = map[string][]string{
 	"DeliveryListFirst":       {"deliveries_list_idx"},
 	"DeliveryListAfter":       {"deliveries_list_idx"},
 	"DeliveryImageList":       {"deliveries_pkey", "delivery_images_pkey"},
+	"UploadQuotaUsed":         {"upload_quota_pkey"},
 	// GET /v1/changes of a key of many restaurants, from a position: the
 	// streams changed service-wide. (Its fallback, StreamsChanged, probes
 	// a window of the key's restaurants in collection_streams_changed_idx,
@@ -201,6 +203,8 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	require.NoError(t, err)
 	_, err = st.DeliveryImageList(ctx, store.DeliveryKey{RestaurantID: "r1", DeliveryID: fmt.Sprintf("d%08d", n/2+1)})
 	require.NoError(t, ignoreNotFound(err))
+	_, err = st.UploadQuotaUsed(ctx, "r1", int64(n/2+1), time.Now())
+	require.NoError(t, err)
 	// A key of 600 restaurants (beyond which a listing from a position
 	// reads what changed service-wide), listed from a position.
 	listed := store.StreamGroup{Streams: []string{"areas"}}
@@ -295,6 +299,9 @@ func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
 		SELECT restaurant_id, collection, record_id, 'file.pdf', encode(sha256(record_id::bytea), 'hex'),
 		       'application/pdf', 1, 1, mutation_id
 		FROM records WHERE collection = 'drive-files'`)
+	execSQL(t, dbURL, `
+		INSERT INTO upload_quota (restaurant_id, key_id, day, bytes)
+		SELECT 'r' || (g % 3 + 1), g, current_date - g % 2, g FROM generate_series(1, $1::int) g`, n)
 	execSQL(t, dbURL, `
 		INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name,
 		                        temperature_records, non_compliance_reasons, corrective_actions, commentary,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -235,6 +236,8 @@ func sqlLiteral(t testing.TB, v any) string {
 			return "NULL"
 		}
 		return quote(*v)
+	case time.Time: // a date or a timestamptz parameter: PostgreSQL reads either from ISO 8601
+		return quote(v.UTC().Format(time.RFC3339Nano))
 	}
 	require.Failf(t, "no literal", "argument of type %T", v)
 	return ""
