@@ -15,7 +15,10 @@
 # and a key sent as an MCP tool name; unknown keys from random addresses
 # of one IPv6 /64 and requests from 2,000 IPv4 addresses, both through a
 # proxy serve trusts (127.0.0.9); one address holding every connection;
-# 2 MiB bodies sent whole before their 413 is read; an idle connection. It checks each
+# 2 MiB bodies sent whole before their 413 is read; 8 keys trickling
+# uploads into every upload slot beside another device's upload; one key
+# uploading past its daily quota (FOODSAFE_UPLOAD_QUOTA_BYTES, 50 MiB
+# here); an idle connection. It checks each
 # attack's bounds (see the driver), then stops serve with SIGTERM (which
 # flushes the audit trail) and checks the audit trail: every request of
 # the uploads phase's keys recorded (one row each, or counted by shape),
@@ -68,13 +71,17 @@ for i in $(seq 1 "$UPLOAD_KEYS"); do
   setup "$BIN" keys create --name "load-hostile uploads $i" --grant demo-bistro=cleaning-task-pictures:write
 done >"$work/upload-keys"
 BATCH_KEY=$(setup "$BIN" keys create --name "load-hostile batches" --grant demo-bistro=temperature-records:read)
+for i in $(seq 1 8); do
+  setup "$BIN" keys create --name "load-hostile trickle $i" --grant demo-bistro=cleaning-task-pictures:write
+done >"$work/trickle-keys"
+QUOTA_KEY=$(setup "$BIN" keys create --name "load-hostile quota" --grant demo-bistro=drive-files:write)
 WRITER_KEY=$(setup "$BIN" keys create --name "load-hostile writer" --grant demo-bistro=drive-files:write,drive-files:read,areas:write)
 PARTNER_KEY=$(setup "$BIN" keys create --name "load-hostile partner" --grant demo-bistro=temperature-records:read)
 
 # 127.0.0.9 is the proxy of the ipv6 and addresses attacks: serve believes
 # its X-Forwarded-For.
 FOODSAFE_ADDR=$ADDR FOODSAFE_METRICS_ADDR=$OPS_ADDR FOODSAFE_LOG_LEVEL=warn FOODSAFE_UPLOAD_IDLE_TIMEOUT=$IDLE \
-  FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_TRUSTED_PROXIES=127.0.0.9 "$BIN" serve 2>"$work/serve.log" &
+  FOODSAFE_UPLOAD_QUOTA_BYTES=52428800 FOODSAFE_MAINTENANCE_INTERVAL=0 FOODSAFE_TRUSTED_PROXIES=127.0.0.9 "$BIN" serve 2>"$work/serve.log" &
 serve_pid=$!
 for _ in $(seq 1 100); do
   curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" && break
@@ -85,6 +92,7 @@ curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" || { echo "serve d
 status=0
 timeout 600 "$DRIVER" -api "http://$ADDR" -ops "http://$OPS_ADDR" -pid "$serve_pid" -mcp-key "$MCP_KEY" \
   -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -partner-key "$PARTNER_KEY" -upload-keys "$work/upload-keys" \
+  -trickle-keys "$work/trickle-keys" -quota-key "$QUOTA_KEY" \
   -upload-path "/v1/ingest/restaurants/demo-bistro/collections/cleaning-task-pictures/records/picture-003/asset?objectKey=cleaning%2Fpicture-003.png" \
   -batches "$BATCHES" -calls "$CALLS" -uploads "$UPLOADS" -deadline 120s -only "${ONLY:-}" \
   -flood-path "${FLOOD_PATH:-/health/version}" | tee "$work/driver.out" || status=1

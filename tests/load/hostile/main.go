@@ -28,7 +28,11 @@
 //   - connections: one address opens FOODSAFE_MAX_CONNECTIONS
 //     connections and keeps them, while another opens new ones;
 //   - refused bodies: 40 clients send a 2 MiB body whole, then read the
-//     413 (as Python's http.client does).
+//     413 (as Python's http.client does);
+//   - trickle: 8 keys x 4 uploads sending a byte every 20 s hold every
+//     upload slot, while another device tries its upload every second;
+//   - quota: one key uploads 8 distinct files of 10 MiB against a quota
+//     of 50 MiB a day.
 //
 // The last four are measured with a partner reading walk pages beside
 // them (its p50 and p99, against its quiet latency). Each phase comes
@@ -78,6 +82,8 @@ type config struct {
 	only                 string
 	partnerKey           string
 	maxConns             int
+	trickleKeys          []string
+	quotaKey             string
 }
 
 func main() {
@@ -102,6 +108,8 @@ func main() {
 	flag.StringVar(&c.only, "only", "", "run only the phases whose name contains this word")
 	flag.StringVar(&c.partnerKey, "partner-key", "", "a key reading the demo restaurant's temperature records: the partner beside the last attacks")
 	flag.IntVar(&c.maxConns, "max-connections", 4096, "serve's FOODSAFE_MAX_CONNECTIONS: what the connections attack opens")
+	trickleFile := flag.String("trickle-keys", "", "file of keys trickling uploads (cleaning-task-pictures:write), one a line, 4 uploads each")
+	flag.StringVar(&c.quotaKey, "quota-key", "", "key holding drive-files:write that uploads past its daily quota")
 	floodChild := flag.String("flood-child", "", "(internal) flood this URL from 16 connections until stdin closes")
 	flag.Parse()
 	if *floodChild != "" {
@@ -115,6 +123,14 @@ func main() {
 		os.Exit(2)
 	}
 	c.uploadKeys = strings.Fields(string(b))
+	if *trickleFile != "" {
+		tb, err := os.ReadFile(*trickleFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hostile:", err)
+			os.Exit(2)
+		}
+		c.trickleKeys = strings.Fields(string(tb))
+	}
 	if c.api == "" || c.pid == 0 || c.mcpKey == "" || c.batchKey == "" || c.writerKey == "" || len(c.uploadKeys) == 0 || c.uploadPath == "" ||
 		c.partnerKey == "" {
 		fmt.Fprintln(os.Stderr, "hostile: -api, -pid, -mcp-key, -batch-key, -writer-key, -partner-key, -upload-keys and -upload-path are required")
@@ -260,9 +276,13 @@ func run(c config) bool {
 		run  func() bool
 	}{{"uploads", c.uploadsAndBatches}, {"download", c.download}, {"version", c.versionFlood}, {"bodies", c.bodies},
 		{"slow", c.slowBodies}, {"keys", c.randomKeys}, {"framing", c.framing}, {"ipv6", c.ipv6Prefix},
-		{"addresses", c.manyAddresses}, {"connections", c.oneAddressConnections}, {"refused", c.refusedBodies}} {
+		{"addresses", c.manyAddresses}, {"connections", c.oneAddressConnections}, {"refused", c.refusedBodies},
+		{"trickle", c.trickleAttack}, {"quota", c.quotaAttack}} {
 		if c.only != "" && !strings.Contains(ph.name, c.only) {
 			continue
+		}
+		if (ph.name == "trickle" && len(c.trickleKeys) == 0) || (ph.name == "quota" && c.quotaKey == "") {
+			continue // an older hostile.sh: no keys for it
 		}
 		if !ph.run() {
 			ok = false
@@ -339,7 +359,7 @@ func (c config) uploadsAndBatches() bool {
 	}
 	badUpload, badBatch := 0, 0
 	for _, u := range uploads {
-		if !((u.status == 429 || u.status == 503) && u.retryAfter) && u.status != 400 {
+		if !((u.status == 429 || u.status == 503) && u.retryAfter) && u.status != 408 {
 			badUpload++
 		}
 	}
@@ -348,7 +368,7 @@ func (c config) uploadsAndBatches() bool {
 			badBatch++
 		}
 	}
-	p.check(badUpload == 0, "every upload answered 429/503 with Retry-After, or cut idle (400): %d otherwise; done in %.1f s", badUpload, elapsed.Seconds())
+	p.check(badUpload == 0, "every upload answered 429/503 with Retry-After, or cut idle (408): %d otherwise; done in %.1f s", badUpload, elapsed.Seconds())
 	p.check(badBatch == 0, "every MCP batch answered 400: %d otherwise", badBatch)
 	p.check(wrong == 0, "rate-limit budget spent %d of %d requests sent (%d keys, %d differ)", countedAll, sentAll, len(keys), wrong)
 	sort.Slice(p.health, func(i, j int) bool { return p.health[i] < p.health[j] })
