@@ -232,6 +232,9 @@ func (c Config) check() error {
 		return errors.New("FOODSAFE_UPLOADS_RESERVED is a percent: 0 to 99")
 	case c.UploadMinRate < 0 || c.UploadRateGrace < 0 || c.UploadQuotaBytes < 0:
 		return errors.New("FOODSAFE_UPLOAD_MIN_RATE, FOODSAFE_UPLOAD_RATE_GRACE and FOODSAFE_UPLOAD_QUOTA_BYTES cannot be negative")
+	case c.UploadMinRate > 0 && c.UploadRateGrace < 100*time.Millisecond:
+		return fmt.Errorf("FOODSAFE_UPLOAD_RATE_GRACE (%s) must be at least 100ms while FOODSAFE_UPLOAD_MIN_RATE is set: without a grace, every upload is cut before its first bytes arrive",
+			c.UploadRateGrace)
 	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
 		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
 	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:

@@ -167,3 +167,30 @@ func TestClientSettings(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The upload settings refuse what would cut every upload or make no
+// sense: a reserve that is no percent below 100, negative rates, grace or
+// quota, and a minimum rate without a grace. 0 turns the rate, the
+// reserve and the quota off.
+func TestUploadSettings(t *testing.T) {
+	c, err := LoadFrom(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.UploadMinRate != 1024 || c.UploadRateGrace != 20*time.Second || c.UploadsReserved != 25 || c.UploadQuotaBytes != 2<<30 {
+		t.Errorf("rate %d, grace %s, reserved %d, quota %d", c.UploadMinRate, c.UploadRateGrace, c.UploadsReserved, c.UploadQuotaBytes)
+	}
+	for _, env := range []map[string]string{
+		{"FOODSAFE_UPLOADS_RESERVED": "-1"}, {"FOODSAFE_UPLOADS_RESERVED": "100"},
+		{"FOODSAFE_UPLOAD_MIN_RATE": "-1"}, {"FOODSAFE_UPLOAD_RATE_GRACE": "-1s"}, {"FOODSAFE_UPLOAD_QUOTA_BYTES": "-1"},
+		{"FOODSAFE_UPLOAD_RATE_GRACE": "0"},
+	} {
+		if _, err := LoadFrom(env); err == nil {
+			t.Errorf("%v accepted", env)
+		}
+	}
+	if _, err := LoadFrom(map[string]string{"FOODSAFE_UPLOAD_MIN_RATE": "0", "FOODSAFE_UPLOAD_RATE_GRACE": "0",
+		"FOODSAFE_UPLOADS_RESERVED": "0", "FOODSAFE_UPLOAD_QUOTA_BYTES": "0"}); err != nil {
+		t.Error(err)
+	}
+}
