@@ -218,14 +218,30 @@ func (c Config) check() error {
 	switch {
 	case c.CursorTTL <= 0:
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
-	case c.UploadIdleTimeout <= 0 || c.UploadIdleTimeout > c.UploadTimeout:
-		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
 	case c.MaxConnections < 0:
 		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
 	case c.ClientConnectionShare < 1 || c.ClientConnectionShare > 100:
 		return errors.New("FOODSAFE_CLIENT_CONNECTION_SHARE is a percent: 1 to 100")
 	case c.AuditCountRows < 2:
 		return errors.New("FOODSAFE_AUDIT_COUNT_ROWS must be at least 2: one named shape and the row of the rest")
+	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
+		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
+	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:
+		return fmt.Errorf("FOODSAFE_BLOB_GRACE (%s) must be longer than FOODSAFE_UPLOAD_TIMEOUT (%s), or 0: bytes being uploaded are not referenced yet",
+			c.BlobGrace, c.UploadTimeout)
+	case c.CompactAfter != 0 && time.Duration(c.CompactAfter) <= c.CursorTTL:
+		return fmt.Errorf("FOODSAFE_COMPACT_AFTER (%s) must be longer than FOODSAFE_CURSOR_TTL (%s), or 0: a walk reads versions superseded since its first page, for as long as its cursors live",
+			time.Duration(c.CompactAfter), c.CursorTTL)
+	}
+	return c.checkUploads()
+}
+
+// checkUploads refuses upload settings that would cut every upload or
+// make no sense.
+func (c Config) checkUploads() error {
+	switch {
+	case c.UploadIdleTimeout <= 0 || c.UploadIdleTimeout > c.UploadTimeout:
+		return fmt.Errorf("FOODSAFE_UPLOAD_IDLE_TIMEOUT (%s) must be positive and at most FOODSAFE_UPLOAD_TIMEOUT (%s)", c.UploadIdleTimeout, c.UploadTimeout)
 	case c.UploadsPerKey < 1 || c.UploadsMax < 1:
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.UploadsReserved < 0 || c.UploadsReserved > 99:
@@ -235,14 +251,6 @@ func (c Config) check() error {
 	case c.UploadMinRate > 0 && c.UploadRateGrace < 100*time.Millisecond:
 		return fmt.Errorf("FOODSAFE_UPLOAD_RATE_GRACE (%s) must be at least 100ms while FOODSAFE_UPLOAD_MIN_RATE is set: without a grace, every upload is cut before its first bytes arrive",
 			c.UploadRateGrace)
-	case c.CompactAfter < 0, c.AuditRetention < 0, c.BlobGrace < 0, c.MaintenanceInterval < 0:
-		return errors.New("FOODSAFE_COMPACT_AFTER, FOODSAFE_AUDIT_RETENTION, FOODSAFE_BLOB_GRACE and FOODSAFE_MAINTENANCE_INTERVAL cannot be negative")
-	case c.BlobGrace != 0 && time.Duration(c.BlobGrace) <= c.UploadTimeout:
-		return fmt.Errorf("FOODSAFE_BLOB_GRACE (%s) must be longer than FOODSAFE_UPLOAD_TIMEOUT (%s), or 0: bytes being uploaded are not referenced yet",
-			c.BlobGrace, c.UploadTimeout)
-	case c.CompactAfter != 0 && time.Duration(c.CompactAfter) <= c.CursorTTL:
-		return fmt.Errorf("FOODSAFE_COMPACT_AFTER (%s) must be longer than FOODSAFE_CURSOR_TTL (%s), or 0: a walk reads versions superseded since its first page, for as long as its cursors live",
-			time.Duration(c.CompactAfter), c.CursorTTL)
 	}
 	return nil
 }
