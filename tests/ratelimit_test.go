@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,29 @@ func TestDocumentationIsNeverLimited(t *testing.T) {
 	requireProblem(t, r, http.StatusNotFound, "not-found")
 	require429(t, a.get("/no/such/route"))
 	require.Equal(t, http.StatusOK, a.get("/v1/docs").Status, "the docs stay readable when the address's budget is spent")
+}
+
+// A client that waits exactly what Retry-After says is answered, three
+// times in a row. The budget's window ends at a fraction of a second; the
+// 429 is asked for just after a whole second, where a reset truncated to
+// the second fell before the window's end and Retry-After came out up to
+// a second short (the wait is setup, not an assertion: only the server's
+// own figure is slept).
+func TestRetryAfterIsNeverShort(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withRateLimit(1))
+	a.addRestaurants("r1")
+	key := a.newKey(grant("r1", "deliveries:read"))
+	r := a.getAs(key, "/v1/restaurants")
+	require.Equal(t, http.StatusOK, r.Status)
+	for round := range 3 {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
+		r = a.getAs(key, "/v1/restaurants")
+		require429(t, r)
+		wait := headerInt(t, r, "Retry-After")
+		require.Equal(t, wait, headerInt(t, r, "X-RateLimit-Reset"), "both say the same wait")
+		time.Sleep(time.Duration(wait) * time.Second)
+		r = a.getAs(key, "/v1/restaurants")
+		require.Equal(t, http.StatusOK, r.Status, "round %d: waited Retry-After: %d s and met %s", round+1, wait, r.Body)
+	}
 }

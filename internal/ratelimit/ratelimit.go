@@ -121,20 +121,30 @@ func (l *Limiter) Take(ctx context.Context, bucket string) Result {
 }
 
 func (l *Limiter) take(ctx context.Context, bucket string) Result {
-	if st := l.sharedStore(ctx); st != nil {
-		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		c, err := st.Get(rctx, bucket, l.rate)
-		cancel()
-		if err == nil {
-			if l.fallback.Load() && l.fallback.CompareAndSwap(true, false) {
-				l.log.Info("rate limiter: Redis answers again; budgets are shared")
-			}
-			return result(c)
-		}
-		l.markDown(err)
+	return l.count(ctx, func(ctx context.Context, st limiter.Store) (limiter.Context, error) {
+		return st.Get(ctx, bucket, l.rate)
+	}, result)
+}
+
+// TakeMore counts n more requests against bucket, for a request whose
+// cost is known only once it was admitted and read (a batch of many
+// writes): when fewer than n requests are left, none is counted and the
+// result is Reached, so the request is refused whole and the budget left
+// stays for smaller requests. Two such requests racing may both pass the
+// check; the one that then overdraws the budget is refused, its cost
+// counted.
+func (l *Limiter) TakeMore(ctx context.Context, bucket string, n int64) Result {
+	ctx, sp := span.Start(ctx, "rate limit")
+	res := l.peek(ctx, bucket)
+	if res.Remaining >= n {
+		res = l.count(ctx, func(ctx context.Context, st limiter.Store) (limiter.Context, error) {
+			return st.Increment(ctx, bucket, n, l.rate)
+		}, result)
+	} else {
+		res.Reached = true
 	}
-	c, _ := l.local.Get(ctx, bucket, l.rate) // the memory store never fails
-	return result(c)
+	l.traced(sp, bucket, res)
+	return res
 }
 
 // Spent reports whether bucket has no request left in its window,
@@ -148,17 +158,28 @@ func (l *Limiter) Spent(ctx context.Context, bucket string) Result {
 }
 
 func (l *Limiter) peek(ctx context.Context, bucket string) Result {
+	return l.count(ctx, func(ctx context.Context, st limiter.Store) (limiter.Context, error) {
+		return st.Peek(ctx, bucket, l.rate)
+	}, spent)
+}
+
+// count runs op against Redis when it is configured and answers, else
+// against the memory store (which never fails), and reads its state.
+func (l *Limiter) count(ctx context.Context, op func(context.Context, limiter.Store) (limiter.Context, error), read func(limiter.Context, time.Time) Result) Result {
 	if st := l.sharedStore(ctx); st != nil {
 		rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		c, err := st.Peek(rctx, bucket, l.rate)
+		c, err := op(rctx, st)
 		cancel()
 		if err == nil {
-			return spent(c)
+			if l.fallback.Load() && l.fallback.CompareAndSwap(true, false) {
+				l.log.Info("rate limiter: Redis answers again; budgets are shared")
+			}
+			return read(c, time.Now().Add(l.rate.Period))
 		}
 		l.markDown(err)
 	}
-	c, _ := l.local.Peek(ctx, bucket, l.rate)
-	return spent(c)
+	c, _ := op(ctx, l.local)
+	return read(c, time.Now().Add(l.rate.Period))
 }
 
 // traced ends the span of a Take or Spent with what it found: the kind of
@@ -174,8 +195,8 @@ func (l *Limiter) traced(sp trace.Span, bucket string, r Result) {
 }
 
 // spent is a peeked bucket's state, Reached when no request is left.
-func spent(c limiter.Context) Result {
-	r := result(c)
+func spent(c limiter.Context, latest time.Time) Result {
+	r := result(c, latest)
 	r.Reached = r.Remaining <= 0
 	return r
 }
@@ -240,8 +261,18 @@ func (l *Limiter) Backend() string {
 	return metrics.BackendRedis
 }
 
-func result(c limiter.Context) Result {
-	return Result{Limit: c.Limit, Remaining: c.Remaining, Reset: time.Unix(c.Reset, 0), Reached: c.Reached}
+// result is a bucket's state. The store gives the window's end truncated
+// to the second, up to a second before it really ends: a client told to
+// wait that long came back to a budget still spent. Reset is the next
+// whole second instead, never later than latest (a window that began no
+// later than now ends by now plus its period), so it is never early and
+// at most a second late.
+func result(c limiter.Context, latest time.Time) Result {
+	reset := time.Unix(c.Reset+1, 0)
+	if latest.Before(reset) {
+		reset = latest
+	}
+	return Result{Limit: c.Limit, Remaining: c.Remaining, Reset: reset, Reached: c.Reached}
 }
 
 // redisLog adapts go-redis's Printf logger to slog.

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -87,6 +89,69 @@ func TestSpentCountsNothing(t *testing.T) {
 		}
 		if r := l.Spent(ctx, "b"); !r.Reached || r.Remaining != 0 {
 			t.Fatalf("redis %q: 3 of 3 taken is spent: %+v", url, r)
+		}
+		if url != "" && l.Backend() != "redis" {
+			t.Fatalf("the Redis at %s did not answer; the test needs one", url)
+		}
+		_ = l.Close()
+	}
+}
+
+func testRedis() string {
+	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// Reset is never before the window really ends: a window opened after
+// `before` ends at before plus a minute or later, and the store gives its
+// end truncated to the second (up to a second early). Reset is at most a
+// second late, and never beyond a minute from the answer.
+func TestResetIsNeverEarly(t *testing.T) {
+	for _, url := range []string{"", testRedis()} {
+		l, err := New(5, url, "reset-test-"+rand.Text(), slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for i := range 5 {
+			before := time.Now()
+			r := l.Take(ctx, "b"+strconv.Itoa(i))
+			after := time.Now()
+			if r.Reset.Before(before.Add(time.Minute)) {
+				t.Fatalf("redis %q: the window opened after %v ends after %v, but Reset says %v",
+					url, before, before.Add(time.Minute), r.Reset)
+			}
+			if r.Reset.After(after.Add(time.Minute)) || r.Reset.Sub(before.Add(time.Minute)) > time.Second+after.Sub(before) {
+				t.Fatalf("redis %q: Reset %v is more than a second late (window opened in [%v, %v])", url, r.Reset, before, after)
+			}
+		}
+		_ = l.Close()
+	}
+}
+
+// TakeMore counts a request's whole cost or none of it: refused, the
+// budget left stays for smaller requests.
+func TestTakeMoreIsWholeOrNothing(t *testing.T) {
+	for _, url := range []string{"", testRedis()} {
+		l, err := New(10, url, "more-test-"+rand.Text(), slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		l.Take(ctx, "b")
+		if r := l.TakeMore(ctx, "b", 6); r.Reached || r.Remaining != 3 {
+			t.Fatalf("redis %q: 1+6 of 10 leaves 3: %+v", url, r)
+		}
+		if r := l.TakeMore(ctx, "b", 4); !r.Reached {
+			t.Fatalf("redis %q: 4 more with 3 left is refused: %+v", url, r)
+		}
+		if r := l.Spent(ctx, "b"); r.Remaining != 3 {
+			t.Fatalf("redis %q: a refused TakeMore counts nothing: %+v", url, r)
+		}
+		if r := l.TakeMore(ctx, "b", 3); r.Reached || r.Remaining != 0 {
+			t.Fatalf("redis %q: exactly what is left is admitted: %+v", url, r)
 		}
 		if url != "" && l.Backend() != "redis" {
 			t.Fatalf("the Redis at %s did not answer; the test needs one", url)
