@@ -90,6 +90,10 @@ type Config struct {
 
 	// MaxBodyBytes caps JSON request bodies (413 beyond).
 	MaxBodyBytes int64 `env:"FOODSAFE_MAX_BODY_BYTES" envDefault:"1048576" desc:"Largest JSON request body; larger ones get 413 payload-too-large."`
+	// MaxBatchBytes caps a batch ingest's body (413 beyond): a shift's
+	// queue of 500 snapshots is about 150 KB; each snapshot in it is
+	// still held to MaxBodyBytes.
+	MaxBatchBytes int64 `env:"FOODSAFE_MAX_BATCH_BYTES" envDefault:"4194304" desc:"Largest body of a batch ingest (POST /v1/ingest/restaurants/{restaurantId}/batch, at most 500 items); larger ones get 413 payload-too-large. Each item is also held to FOODSAFE_MAX_BODY_BYTES, as its single PUT would be. Must be at least FOODSAFE_MAX_BODY_BYTES."`
 	// CursorKey seals (encrypts and authenticates) pagination cursors; all
 	// processes must share it.
 	// Generated per process (with a warning) when empty.
@@ -218,6 +222,8 @@ func (c Config) check() error {
 	switch {
 	case c.CursorTTL <= 0:
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
+	case c.MaxBatchBytes < c.MaxBodyBytes:
+		return fmt.Errorf("FOODSAFE_MAX_BATCH_BYTES (%d) must be at least FOODSAFE_MAX_BODY_BYTES (%d): a batch of one item is a snapshot its single PUT takes", c.MaxBatchBytes, c.MaxBodyBytes)
 	case c.MaxConnections < 0:
 		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
 	case c.ClientConnectionShare < 1 || c.ClientConnectionShare > 100:

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -218,6 +219,23 @@ func (a *API) routes() []route {
 				OK:            withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromBody("/data/collection"), openapi.FromPath("recordId"))),
 				Errors:        []int{409, 413},
 				PerCollection: &openapi.PerCollection{ID: "ingest%sSnapshot", Body: "Snapshot", ParamExamples: openapi.SnapshotParamExamples}}},
+		{Method: "POST", Path: "/v1/ingest/restaurants/:restaurantId/batch", Access: accessPartner,
+			Need: scopes(), Handler: a.ingestBatch, Doc: openapi.Op{
+				ID: "ingestBatch", Tag: "Ingest", Summary: "Ingest many snapshots and deliveries in one request",
+				Description: "A device's queue in one request: 1 to " + strconv.Itoa(MaxBatchItems) + " items, each a snapshot of a collection's " +
+					"record (the body of its single PUT, whose id and mutationId stand for the path's and the Idempotency-Key) or a " +
+					"delivery (collection `deliveries`). Items are applied in order, each by every rule of its single PUT (validation, " +
+					"scope, clock skew, idempotency by mutationId), and answered in order with what that PUT would have answered: status " +
+					"200 with data and replayed, or a 4xx with its problem document. Not atomic: an item refused never stops the next, " +
+					"and each item applied stays applied. When the connection drops mid-batch, the items before the cut are applied and " +
+					"the rest are not: resending the whole batch is always safe (applied items answer replayed: true). " +
+					"A batch costs one request of the key's budget per started " + strconv.Itoa(BatchItemsPerRequest) + " items (" +
+					strconv.Itoa(MaxBatchItems) + " items: " + strconv.Itoa(MaxBatchItems/BatchItemsPerRequest) + "), never more than the " +
+					"whole budget, admitted whole or refused with 429 before anything is applied. The body is at most " +
+					"FOODSAFE_MAX_BATCH_BYTES (4 MiB by default), each item at most FOODSAFE_MAX_BODY_BYTES. A malformed batch (not " +
+					"JSON, no items, more than " + strconv.Itoa(MaxBatchItems) + ", an unknown collection) is a 400 and nothing is applied.",
+				Body: &openapi.Body{Schema: "IngestBatch", Example: "IngestBatch"}, Errors: []int{413},
+				OK: withLinks(jsonBody("IngestBatchResults"), recordOf(openapi.FromBody("/data/0/data/collection"), openapi.FromBody("/data/0/data/id")))}},
 		{Method: "PUT", Path: "/v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset", Access: accessPartner,
 			Need: collectionScope("write"), Handler: a.ingest(metrics.WriteAsset, a.assetPut), Doc: openapi.Op{
 				ID: "uploadRecordAsset", Tag: "Ingest", Summary: "Upload the file a record's data.asset names",

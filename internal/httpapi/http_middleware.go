@@ -231,24 +231,28 @@ func (a *API) ingest(w metrics.Write, h handler) handler {
 	}
 	return func(c *gin.Context) error {
 		err := h(c)
-		var o metrics.Outcome
-		reason := ""
-		switch {
-		case err == nil && c.Writer.Header().Get(HeaderReplayed) == "true":
-			o = metrics.Replayed
-		case err == nil:
-			o = metrics.Applied
-		case c.Request.Context().Err() != nil:
-			o, reason = metrics.Rejected, metrics.ReasonClientClosed
-		case apperr.Is(err, apperr.Conflict):
-			o = metrics.Conflicted
-		default:
-			o, reason = metrics.Rejected, string(apperr.Internal)
-			if e, ok := apperr.As(err); ok {
-				reason = string(e.Code)
-			}
-		}
+		o, reason := writeOutcome(err, c.Writer.Header().Get(HeaderReplayed) == "true", c.Request.Context().Err() != nil)
 		a.metrics.IngestWrite(w, c.Param("collection"), o, reason)
 		return err
 	}
+}
+
+// writeOutcome is how an ingest write ended, for its metrics: applied,
+// replayed, conflicted, or rejected with the reason (the problem code, or
+// the client having gone).
+func writeOutcome(err error, replayed, clientGone bool) (metrics.Outcome, string) {
+	switch {
+	case err == nil && replayed:
+		return metrics.Replayed, ""
+	case err == nil:
+		return metrics.Applied, ""
+	case clientGone:
+		return metrics.Rejected, metrics.ReasonClientClosed
+	case apperr.Is(err, apperr.Conflict):
+		return metrics.Conflicted, ""
+	}
+	if e, ok := apperr.As(err); ok {
+		return metrics.Rejected, string(e.Code)
+	}
+	return metrics.Rejected, string(apperr.Internal)
 }

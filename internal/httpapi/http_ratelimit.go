@@ -53,6 +53,18 @@ func (a *API) refuseSpent(c *gin.Context, bucket metrics.Bucket, res ratelimit.R
 	a.fail(c, apperr.New(apperr.RateLimited, "The request budget of %d requests per minute is spent; retry after the number of seconds in Retry-After.", res.Limit))
 }
 
+// refuseBatch answers 429 for a batch whose cost is over the budget left:
+// nothing of it was counted or applied. Retry-After is when the budget is
+// whole again, which always admits a batch (batchCost).
+func (a *API) refuseBatch(c *gin.Context, res ratelimit.Result, items int, cost int64) {
+	setRateHeaders(c, res, a.now())
+	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
+	auditOutcomeKey.set(c, "rate-limited")
+	a.metrics.RateLimited(metrics.BucketKey)
+	a.fail(c, apperr.New(apperr.RateLimited, "A batch of %d items costs %d requests of the budget of %d requests per minute, and %d are left (this request counted one); "+
+		"nothing was applied. Retry after the number of seconds in Retry-After, or send fewer items.", items, cost, res.Limit, res.Remaining))
+}
+
 // setRateHeaders writes the budget. X-RateLimit-Reset is in seconds until
 // the window resets (like Retry-After), not a timestamp: the spec keeps
 // timestamps as epoch milliseconds, and a delta needs no clock agreement.

@@ -81,9 +81,23 @@ func (a *API) deliveryPut(c *gin.Context) error {
 	if !ids.Valid(id) {
 		return invalidID("deliveryId")
 	}
-	doc, errs, err := a.decodeBody(c, "delivery")
+	body, err := a.readJSON(c)
 	if err != nil {
 		return err
+	}
+	out, replayed, err := a.deliveryIngest(c.Request.Context(), restaurant, id, body)
+	if err != nil {
+		return err
+	}
+	return respondWritten(c, out, replayed)
+}
+
+// deliveryIngest validates a delivery body for the delivery id and stores
+// it, for the single PUT and each delivery of a batch alike.
+func (a *API) deliveryIngest(ctx context.Context, restaurant, id string, body []byte) (wire.Delivery, bool, error) {
+	doc, errs, err := a.parseBody(body, "delivery")
+	if err != nil {
+		return wire.Delivery{}, false, err
 	}
 	errs = append(errs, pathEcho(doc, "id", id, "deliveryId")...)
 	errs = append(errs, pathEcho(doc, "restaurantId", restaurant, "restaurantId")...)
@@ -93,7 +107,7 @@ func (a *API) deliveryPut(c *gin.Context) error {
 		errs = append(errs, a.notAhead(a.now().UnixMilli(), occurredAt, "/occurredAt")...)
 	}
 	if len(errs) > 0 {
-		return validate.Invalid(errs)
+		return wire.Delivery{}, false, validate.Invalid(errs)
 	}
 	// imageCount 2.0 is the integer 2 (the schema accepted it as one): in
 	// its integer form it decodes into the typed delivery, and is served
@@ -101,16 +115,12 @@ func (a *API) deliveryPut(c *gin.Context) error {
 	a.schemas.Integers("delivery", doc)
 	var d wire.Delivery
 	if err := remarshal(doc, &d); err != nil {
-		return err
+		return wire.Delivery{}, false, err
 	}
 	d.RestaurantID = restaurant
 	digest, err := wire.RequestDigest(d)
 	if err != nil {
-		return err
+		return wire.Delivery{}, false, err
 	}
-	out, replayed, err := a.store.DeliveryCreate(c.Request.Context(), d, digest)
-	if err != nil {
-		return err
-	}
-	return respondWritten(c, out, replayed)
+	return a.store.DeliveryCreate(ctx, d, digest)
 }

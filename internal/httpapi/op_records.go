@@ -114,8 +114,7 @@ func (a *API) recordGet(ctx context.Context, r request) (wire.Envelope, error) {
 // PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/mutations/:mutationId.
 func (a *API) recordPut(c *gin.Context) error {
 	k, mutationID := recordKey(restParams{c}), c.Param("mutationId")
-	restaurant, collection, recordID := k.RestaurantID, k.Collection, k.RecordID
-	for _, p := range [][2]string{{"recordId", recordID}, {"mutationId", mutationID}} {
+	for _, p := range [][2]string{{"recordId", k.RecordID}, {"mutationId", mutationID}} {
 		if !ids.Valid(p[1]) {
 			return invalidID(p[0])
 		}
@@ -130,10 +129,22 @@ func (a *API) recordPut(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	env, how, err := a.snapshotIngest(c.Request.Context(), k, mutationID, body)
+	if err != nil {
+		return err
+	}
+	return respondIngested(c, env, how)
+}
+
+// snapshotIngest validates a snapshot body for the record k and applies
+// it: every rule of spec 4.6 but those on the request line and headers,
+// for the single PUT and each snapshot of a batch alike.
+func (a *API) snapshotIngest(ctx context.Context, k store.RecordKey, mutationID string, body []byte) (wire.Envelope, store.Ingested, error) {
+	restaurant, collection, recordID := k.RestaurantID, k.Collection, k.RecordID
 	// The body is read once: its document, and data's text as sent.
 	doc, rawData, err := validate.DecodeKeeping(body, "data")
 	if err != nil {
-		return err
+		return wire.Envelope{}, 0, err
 	}
 	errs := a.schemas.Validate("ingest", doc, "")
 	errs = append(errs, pathEcho(doc, "id", recordID, "recordId")...)
@@ -156,7 +167,7 @@ func (a *API) recordPut(c *gin.Context) error {
 		errs = append(errs, a.schemas.Validate(collection+".data", data, "/data")...)
 	}
 	if len(errs) > 0 || !capturedOK {
-		return validate.Invalid(errs)
+		return wire.Envelope{}, 0, validate.Invalid(errs)
 	}
 	// Integer fields take their integer form (1.0 becomes 1), so a typed
 	// client can decode them; the rest of data stays as sent. The digest
@@ -167,7 +178,7 @@ func (a *API) recordPut(c *gin.Context) error {
 	}
 	digest, err := wire.RequestDigest(doc)
 	if err != nil {
-		return err
+		return wire.Envelope{}, 0, err
 	}
 	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
@@ -180,16 +191,12 @@ func (a *API) recordPut(c *gin.Context) error {
 		// the decoded form: numbers keep their text (but for integer
 		// fields), members their order.
 		if m.Data, err = validate.ReplaceNumbers(rawData, integers); err != nil {
-			return err
+			return wire.Envelope{}, 0, err
 		}
 	}
 	// receivedAt is never before capturedAt (spec 2.3): a device clock a
 	// little ahead, within the tolerated skew, moves receivedAt with it.
 	// The store raises it further to the stream's last receivedAt, under
 	// the stream's lock, so it never decreases along the stream.
-	env, how, err := a.store.RecordIngest(c.Request.Context(), m, max(now, capturedAt))
-	if err != nil {
-		return err
-	}
-	return respondIngested(c, env, how)
+	return a.store.RecordIngest(ctx, m, max(now, capturedAt))
 }

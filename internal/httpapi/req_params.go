@@ -91,12 +91,17 @@ func (a *API) readJSON(c *gin.Context) ([]byte, error) {
 // it is over the limit: 413 at once), or a growing buffer for a chunked
 // body, cut at the limit.
 func (a *API) readBody(c *gin.Context) ([]byte, error) {
-	tooLarge := apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", a.cfg.MaxBodyBytes)
+	return readBodyUpTo(c, a.cfg.MaxBodyBytes)
+}
+
+// readBodyUpTo is readBody with another limit (a batch's).
+func readBodyUpTo(c *gin.Context, limit int64) ([]byte, error) {
+	tooLarge := apperr.New(apperr.PayloadTooLarge, "The body exceeds the limit of %d bytes.", limit)
 	n := c.Request.ContentLength
-	if n > a.cfg.MaxBodyBytes {
+	if n > limit {
 		return nil, tooLarge
 	}
-	r := http.MaxBytesReader(c.Writer, c.Request.Body, a.cfg.MaxBodyBytes)
+	r := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	var body []byte
 	var err error
 	if n > 0 {

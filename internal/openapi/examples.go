@@ -103,6 +103,11 @@ func componentExamples() openapi3.Examples {
 			"jsonrpc": "2.0", "method": "notifications/initialized"}),
 		"AssetFile": example("The drive-files example's file (text/plain)", string(examples.File())),
 	}
+	out["IngestBatch"] = example("Two snapshots and a delivery (the demo's: each replays)", map[string]any{"items": []any{
+		map[string]any{"collection": file.Collection, "snapshot": file.Snapshot()},
+		map[string]any{"collection": "temperature-readings", "snapshot": examples.Of("temperature-readings").Snapshot()},
+		map[string]any{"collection": catalog.DeliveryStream, "delivery": examples.Delivery()},
+	}})
 	for _, c := range catalog.Collections {
 		r := examples.Of(c.Name)
 		out[CollectionSchema("Snapshot", c.Name)] = example("A live "+c.Name+" record (the demo's)", r.Snapshot())

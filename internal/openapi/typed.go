@@ -87,6 +87,11 @@ var families = []Family{
 		Require: []string{"record"}, Others: map[string]Other{catalog.DeliveryStream: {Name: "DeliveriesFeedItem",
 			Describe: "An item of a restaurant's deliveries stream of the records feed: the delivery exactly as GET .../delivery-changes returns it."}},
 		Describe: "An item of a `%s` stream of the records feed: the record exactly as a walk of the collection returns it."},
+	{Base: "IngestBatchItem", Union: "IngestBatchItem", Member: func(p string) string { return p + "BatchItem" },
+		Discriminator: "collection", Typed: map[string]string{"snapshot": "Snapshot"}, Drop: []string{"delivery"},
+		Require: []string{"snapshot"}, Others: map[string]Other{catalog.DeliveryStream: {Name: "DeliveriesBatchItem",
+			Describe: "A delivery of a batch: the body of PUT .../deliveries/{deliveryId}, whose id stands for the path's."}},
+		Describe: "A snapshot of a `%s` record in a batch: the body of its single PUT, whose id and mutationId stand for the path's."},
 }
 
 // CollectionSchema names the component of a collection's member of a
