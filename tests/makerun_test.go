@@ -156,18 +156,42 @@ func TestReadmeTryIt(t *testing.T) {
 	}
 	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
-	_, rest, found := strings.Cut(string(readme), "### Try it")
-	require.True(t, found)
-	_, rest, _ = strings.Cut(rest, "```sh\n")
-	block, _, _ := strings.Cut(rest, "```")
+	block := shBlockAfter(t, string(readme), "### Try it")
 	require.Regexp(t, `(?m)^export DATABASE_URL=`, block, "the second terminal uses make run's database")
 	require.Less(t, strings.Index(block, "export DATABASE_URL="), strings.Index(block, "bin/foodsafe"))
 	require.Regexp(t, `RUN_PORT=8081 FOODSAFE_METRICS_ADDR=`, string(readme), "moving make run moves the operator listener too")
 
+	out, data := runTryIt(t, block)
+	require.Contains(t, out, `"name":"Main kitchen"`, "the renamed area, through the changes cursor")
+	pdf, err := os.ReadFile(filepath.Join(data, "haccp-plan.pdf"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(pdf), "%PDF-"))
+	require.Contains(t, out, sha256Hex(pdf)+"  .data/haccp-plan.pdf")
+}
+
+// shBlockAfter is the first ```sh block of doc after heading.
+func shBlockAfter(t *testing.T, doc, heading string) string {
+	t.Helper()
+	_, rest, found := strings.Cut(doc, heading)
+	require.True(t, found, "no %q", heading)
+	_, rest, found = strings.Cut(rest, "```sh\n")
+	require.True(t, found, "no sh block after %q", heading)
+	block, _, _ := strings.Cut(rest, "```")
+	return block
+}
+
+// runTryIt runs a documented block as written in a second terminal
+// against a fresh `make run` on a database other than the default and a
+// port other than 8080, with what such a block's first lines say that
+// terminal needs (DATABASE_URL and RUN_PORT as make run had them), from
+// a repository root holding make run's .data and bin/foodsafe. Every curl
+// must succeed (--fail-with-body, pipefail). It returns the block's output
+// and make run's data directory.
+func runTryIt(t *testing.T, block string) (string, string) {
+	t.Helper()
 	data, dbURL := t.TempDir(), testdb.URL(t)
 	p := makeRun(t, data, dbURL, "0")
 	port := strings.TrimPrefix(p.URL, "http://127.0.0.1:")
-	// The repository root as the block sees it: .data and bin/foodsafe.
 	root := t.TempDir()
 	require.NoError(t, os.Symlink(data, filepath.Join(root, ".data")))
 	require.NoError(t, os.Mkdir(filepath.Join(root, "bin"), 0o750))
@@ -179,9 +203,33 @@ func TestReadmeTryIt(t *testing.T) {
 		"DATABASE_URL="+dbURL, "RUN_PORT="+port)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), `"name":"Main kitchen"`, "the renamed area, through the changes cursor")
-	pdf, err := os.ReadFile(filepath.Join(data, "haccp-plan.pdf"))
+	return string(out), data
+}
+
+// The mobile guide's round runs as written against a fresh `make run`: a
+// device key, a session, one snapshot, a batch whose every item is
+// applied, a file uploaded with the digest openssl computed, and the same
+// bytes read back through the signed URL.
+func TestMobileTryIt(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"make", "bash", "curl", "openssl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipped: no %s on PATH (install it to run the mobile guide's commands)", tool)
+		}
+	}
+	guide, err := os.ReadFile("../docs/mobile.md")
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(pdf), "%PDF-"))
-	require.Contains(t, string(out), sha256Hex(pdf)+"  .data/haccp-plan.pdf")
+	block := shBlockAfter(t, string(guide), "## Try it: a device's round")
+	require.Regexp(t, `(?m)^export DATABASE_URL=`, block, "the second terminal uses make run's database")
+	require.Less(t, strings.Index(block, "export DATABASE_URL="), strings.Index(block, "bin/foodsafe"))
+	for _, step := range []string{"/v1/mobile/sessions", "/mutations/", "/batch", "openssl dgst -sha256", "Repr-Digest", "/asset?objectKey=", "/assets"} {
+		require.Contains(t, block, step)
+	}
+
+	out, _ := runTryIt(t, block)
+	require.Contains(t, out, `"collection":"temperature-readings"`, "the snapshot's envelope")
+	require.Equal(t, 3, strings.Count(out, `"status":200,"replayed":false`), "every item of the batch applied: %s", out)
+	require.NotContains(t, out, `"problem"`)
+	require.Contains(t, out, `"status":"uploaded"`, "the upload's envelope names the file uploaded")
+	require.True(t, strings.HasSuffix(strings.TrimSpace(out), "the file came back whole"), "%s", out)
 }

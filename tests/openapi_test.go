@@ -156,7 +156,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		}
 	}
 	require.Equal(t, len(catalog.Collections), typed, "the snapshot ingest, once per collection")
-	require.Len(t, registered, 29+heads, "the route table, counted by hand, and HEAD for every GET")
+	require.Len(t, registered, 30+heads, "the route table, counted by hand, and HEAD for every GET")
 	require.Equal(t, 21, heads, "every GET but the file download, whose HEAD is documented")
 }
 
@@ -623,6 +623,14 @@ func TestOpenAPIExamplesSucceedOnDemoData(t *testing.T) {
 			}
 			r := a.do(req{Method: ex.Method, Path: ex.URL, Header: ex.Header, Body: bytes.NewReader(ex.Body)})
 			require.True(t, r.Status >= 200 && r.Status < 300, "%s %s: %d %s", method, ex.URL, r.Status, r.Body)
+			if op.OperationID == "ingestBatch" {
+				var out struct{ Data []struct{ Status int } }
+				r.JSON(t, &out)
+				require.NotEmpty(t, out.Data)
+				for _, d := range out.Data {
+					require.Equal(t, http.StatusOK, d.Status, "every item of the example batch succeeds: %s", r.Body)
+				}
+			}
 			if op.OperationID == "mcp" {
 				require.NotContains(t, string(r.Body), `"isError":true`, "%s", r.Body)
 				require.NotContains(t, string(r.Body), `"error":`, "%s", r.Body)
@@ -630,7 +638,7 @@ func TestOpenAPIExamplesSucceedOnDemoData(t *testing.T) {
 			sent++
 		}
 	}
-	require.Equal(t, 29-2+len(catalog.Collections), sent, "every operation but the signed download and its HEAD")
+	require.Equal(t, 30-2+len(catalog.Collections), sent, "every operation but the signed download and its HEAD")
 }
 
 // exampleRequest builds the request an operation's examples describe; ok
