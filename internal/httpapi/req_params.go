@@ -132,19 +132,10 @@ func jsonContentType(c *gin.Context) error {
 	return nil
 }
 
-// decodeBody reads a JSON body, decodes it (validate.Decode) and validates it
-// against the named schema. A body that cannot be read or decoded is a
-// terminal error; schema violations are returned for the caller to extend
-// (path echoes) before answering.
-func (a *API) decodeBody(c *gin.Context, schemaName string) (map[string]any, []apperr.FieldError, error) {
-	body, err := a.readJSON(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.parseBody(body, schemaName)
-}
-
-// parseBody is decodeBody for a body already read.
+// parseBody decodes a JSON body already read (validate.Decode) and
+// validates it against the named schema. A body that cannot be decoded is
+// a terminal error; schema violations are returned for the caller to
+// extend.
 func (a *API) parseBody(body []byte, schemaName string) (map[string]any, []apperr.FieldError, error) {
 	doc, err := validate.Decode(body)
 	if err != nil {
