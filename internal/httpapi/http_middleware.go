@@ -236,23 +236,3 @@ func (a *API) ingest(w metrics.Write, h handler) handler {
 		return err
 	}
 }
-
-// writeOutcome is how an ingest write ended, for its metrics: applied,
-// replayed, conflicted, or rejected with the reason (the problem code, or
-// the client having gone).
-func writeOutcome(err error, replayed, clientGone bool) (metrics.Outcome, string) {
-	switch {
-	case err == nil && replayed:
-		return metrics.Replayed, ""
-	case err == nil:
-		return metrics.Applied, ""
-	case clientGone:
-		return metrics.Rejected, metrics.ReasonClientClosed
-	case apperr.Is(err, apperr.Conflict):
-		return metrics.Conflicted, ""
-	}
-	if e, ok := apperr.As(err); ok {
-		return metrics.Rejected, string(e.Code)
-	}
-	return metrics.Rejected, string(apperr.Internal)
-}

@@ -13,7 +13,7 @@ import (
 // what comes after it.
 var layers = []struct{ prefix, what string }{
 	{"api", "wiring: New and the route table"},
-	{"http", "transport and middleware: REST and MCP faces, auth, limits, logs, framing, compression"},
+	{"http", "transport and middleware: REST and MCP faces (and the batch face of many writes), auth, limits, logs, framing, compression"},
 	{"op", "operations: the resources both faces serve"},
 	{"resp", "responses: answers, problem documents, prose"},
 	{"req", "requests: parameters, bodies, the request both faces build"},

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -89,4 +91,24 @@ func (d dataEnvelope) AppendJSON(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '}'), nil
+}
+
+// writeOutcome is how an ingest write ended, for its metrics: applied,
+// replayed, conflicted, or rejected with the reason (the problem code, or
+// the client having gone).
+func writeOutcome(err error, replayed, clientGone bool) (metrics.Outcome, string) {
+	switch {
+	case err == nil && replayed:
+		return metrics.Replayed, ""
+	case err == nil:
+		return metrics.Applied, ""
+	case clientGone:
+		return metrics.Rejected, metrics.ReasonClientClosed
+	case apperr.Is(err, apperr.Conflict):
+		return metrics.Conflicted, ""
+	}
+	if e, ok := apperr.As(err); ok {
+		return metrics.Rejected, string(e.Code)
+	}
+	return metrics.Rejected, string(apperr.Internal)
 }

@@ -6,18 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/gin-gonic/gin"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
-	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/catalog"
-	"github.com/foodsafe/foodsafe/internal/metrics"
-	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/validate"
 )
 
@@ -34,171 +29,12 @@ const (
 	batchDeliveries = catalog.DeliveryStream
 )
 
-// The needs of a batch's items: their single PUTs'.
-var (
-	snapshotWrite = collectionScope("write")
-	deliveryWrite = scopes(catalog.DeliveriesWrite)
-)
-
 // batchItem is one item of a batch as sent: the body its single PUT would
 // carry (a snapshot or a delivery), and where it stands.
 type batchItem struct {
 	collection string
 	body       []byte
 	delivery   bool
-}
-
-// BatchResult is one item's answer in a batch: what its single PUT would
-// have answered, as data (with replayed for the Idempotent-Replayed
-// header) or as problem.
-type BatchResult struct {
-	Index         int    `json:"index"`
-	Status        int    `json:"status"`
-	Replayed      *bool  `json:"replayed,omitempty"`
-	ReplayedState string `json:"replayedState,omitempty"`
-	// Data is the single PUT's data: an envelope, or a delivery.
-	Data    any      `json:"data,omitempty"`
-	Problem *Problem `json:"problem,omitempty"`
-}
-
-// batchCost is what a batch of n items costs of a budget of limit
-// requests a minute: one request per started BatchItemsPerRequest items,
-// never more than the whole budget (so a full budget always admits it).
-func batchCost(n int, limit int64) int64 {
-	return min(int64((n+BatchItemsPerRequest-1)/BatchItemsPerRequest), max(limit, 1))
-}
-
-// ingestBatch is POST /v1/ingest/restaurants/:restaurantId/batch: many
-// snapshots and deliveries in one request, each applied in order as its
-// single PUT would apply it, with its own answer. Not atomic: an item
-// refused never stops the next. The whole batch is refused (before any
-// item is applied) only when it is malformed or its cost is over the
-// budget left.
-func (a *API) ingestBatch(c *gin.Context) error {
-	if err := jsonContentType(c); err != nil {
-		return err
-	}
-	body, err := readBodyUpTo(c, a.cfg.MaxBatchBytes)
-	if err != nil {
-		return err
-	}
-	items, err := parseBatch(body)
-	if err != nil {
-		return err
-	}
-	if !a.admitBatch(c, len(items)) {
-		return nil
-	}
-	p, restaurant := principal(c), c.Param("restaurantId")
-	out := make([]BatchResult, len(items))
-	for i, it := range items {
-		if err := c.Request.Context().Err(); err != nil {
-			return err
-		}
-		r, err := a.batchApply(c, p, restaurant, it)
-		o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, false)
-		w, col := metrics.WriteMutation, it.collection
-		if it.delivery {
-			w, col = metrics.WriteDelivery, ""
-		}
-		a.metrics.IngestWrite(w, col, o, reason)
-		if err != nil {
-			pr := a.problemFor(c, err)
-			if pr.Status >= http.StatusInternalServerError {
-				// The store failed: what follows would fail alike. The
-				// batch's answer is the failure; resending it is safe.
-				return err
-			}
-			pr.Errors = itemPointers(pr.Errors, i, it)
-			r = BatchResult{Status: pr.Status, Problem: &pr}
-		}
-		r.Index = i
-		out[i] = r
-	}
-	c.PureJSON(http.StatusOK, List[BatchResult]{Data: out})
-	return nil
-}
-
-// batchApply applies one item through its single PUT's own path, after
-// its single PUT's access rule and size limit.
-func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, it batchItem) (BatchResult, error) {
-	ctx := c.Request.Context()
-	n := snapshotWrite
-	if it.delivery {
-		n = deliveryWrite
-	}
-	if err := allow(p, batchParams{restaurant: restaurant, collection: it.collection}, n); err != nil {
-		return BatchResult{}, err
-	}
-	if int64(len(it.body)) > a.cfg.MaxBodyBytes {
-		return BatchResult{}, apperr.New(apperr.PayloadTooLarge, "The item exceeds the limit of %d bytes of a single body.", a.cfg.MaxBodyBytes)
-	}
-	if it.delivery {
-		id := memberString(it.body, "id")
-		d, replayed, err := a.deliveryIngest(ctx, restaurant, id, it.body)
-		return BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: d}, err
-	}
-	k := store.RecordKey{RestaurantID: restaurant, Collection: it.collection, RecordID: memberString(it.body, "id")}
-	env, how, err := a.snapshotIngest(ctx, k, memberString(it.body, "mutationId"), it.body)
-	if err != nil {
-		return BatchResult{}, err
-	}
-	replayed := how != store.Applied
-	r := BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: env}
-	if how == store.ReplayedCompacted {
-		r.ReplayedState = "compacted"
-	}
-	return r, nil
-}
-
-// memberString is the string member name of a JSON object, "" when it is
-// absent, not a string, or the text no object: the identity an item's
-// single PUT would carry in its path. Its validation reports the rest.
-func memberString(body []byte, name string) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(m[name], &s) != nil {
-		return ""
-	}
-	return s
-}
-
-// itemPointers makes an item's violations point into the batch: /data/x
-// of the third item's snapshot is /items/2/snapshot/data/x.
-func itemPointers(errs []apperr.FieldError, i int, it batchItem) []apperr.FieldError {
-	member := "snapshot"
-	if it.delivery {
-		member = "delivery"
-	}
-	prefix := "/items/" + strconv.Itoa(i) + "/" + member
-	for j := range errs {
-		if errs[j].Parameter == "" {
-			errs[j].Pointer = prefix + errs[j].Pointer
-		}
-	}
-	return errs
-}
-
-// admitBatch counts a batch of n items against the key's budget beyond
-// the one request authentication counted, whole or not at all, and
-// answers 429 when it does not fit. It reports whether to go on.
-func (a *API) admitBatch(c *gin.Context, n int) bool {
-	p := principal(c)
-	cost := batchCost(n, int64(a.cfg.RateLimit))
-	if cost <= 1 {
-		return true
-	}
-	bucket := string(metrics.BucketKey) + ":" + p.KeyPublicID
-	res := a.limiter.TakeMore(c.Request.Context(), bucket, cost-1)
-	if res.Reached {
-		a.refuseBatch(c, res, n, cost)
-		return false
-	}
-	setRateHeaders(c, res, a.now())
-	return true
 }
 
 // batchParams are a batch item's parameters, as its single PUT's path
