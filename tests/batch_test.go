@@ -1,15 +1,18 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/config"
+	"github.com/foodsafe/foodsafe/internal/store"
 )
 
 func batchPath(restaurant string) string { return "/v1/ingest/restaurants/" + restaurant + "/batch" }
@@ -139,12 +142,16 @@ func TestBatchDrainsAShiftQueue(t *testing.T) {
 }
 
 // One invalid snapshot, one mutationId reused for another body, one
-// collection the key cannot write, a snapshot from a clock far ahead: each
-// answers its single PUT's problem, and every other item is applied.
+// collection the key cannot write, a snapshot from a clock far ahead, a
+// reading and a delivery from before the restaurant's enablement (no
+// backfill): each answers its single PUT's problem, and every other item
+// is applied.
 func TestBatchMixedItems(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
-	a.addRestaurants("r1")
+	enabled := time.UnixMilli(1_650_000_000_000)
+	_, err := a.store().RestaurantAdd(context.Background(), "r1", store.RestaurantChange{EnabledAt: &enabled})
+	require.NoError(t, err)
 	key := a.newKey(grant("r1", "temperature-readings:write", "temperature-readings:read", "deliveries:write", "deliveries:read"))
 	a.put(key, "r1", "temperature-readings", "t-old", "m-old", reading("r1", "t-old", "m-old", 1)["data"])
 
@@ -152,6 +159,7 @@ func TestBatchMixedItems(t *testing.T) {
 	bad["data"].(map[string]any)["value"] = "warm"
 	ahead := reading("r1", "t-ahead", "m-ahead", 3)
 	ahead["capturedAt"] = "4102444800000" // 2100
+	backfill := snapshot("r1", "t-backfill", "m-backfill", 1_600_000_000_000, false, reading("r1", "", "", 5)["data"])
 	items := []any{
 		snapshotItem("temperature-readings", reading("r1", "t-0", "m-0", 0)),
 		snapshotItem("temperature-readings", bad),
@@ -161,6 +169,8 @@ func TestBatchMixedItems(t *testing.T) {
 		deliveryItem(deliveryJSON("d-1", 1_700_000_000_000)),
 		snapshotItem("temperature-readings", reading("r1", "t-1", "m-1", 1)),
 		snapshotItem("temperature-readings", reading("r1", "t-0", "m-0", 0)), // the first item again: a replay
+		snapshotItem("temperature-readings", backfill),
+		deliveryItem(deliveryJSON("d-old", 1_600_000_000_000)),
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -172,7 +182,7 @@ func TestBatchMixedItems(t *testing.T) {
 	for i, r := range res {
 		statuses[i] = r.Status
 	}
-	require.Equal(t, []int{200, 400, 409, 403, 400, 200, 200, 200}, statuses)
+	require.Equal(t, []int{200, 400, 409, 403, 400, 200, 200, 200, 400, 400}, statuses)
 
 	require.Equal(t, "invalid-request", res[1].Problem.suffix())
 	require.Equal(t, "/items/1/snapshot/data/value", res[1].Problem.Errors[0].Pointer)
@@ -180,14 +190,17 @@ func TestBatchMixedItems(t *testing.T) {
 	require.Equal(t, "conflict", res[2].Problem.suffix())
 	require.Equal(t, "forbidden", res[3].Problem.suffix())
 	require.Equal(t, "/items/4/snapshot/capturedAt", res[4].Problem.Errors[0].Pointer)
+	require.Equal(t, "/items/8/snapshot/capturedAt", res[8].Problem.Errors[0].Pointer)
+	require.Contains(t, res[8].Problem.Errors[0].Detail, "backfill")
+	require.Equal(t, "/items/9/delivery/occurredAt", res[9].Problem.Errors[0].Pointer)
 	require.False(t, *res[0].Replayed)
 	require.True(t, *res[7].Replayed, "an item repeated later in the batch replays")
-	for _, i := range []int{1, 2, 3, 4} {
+	for _, i := range []int{1, 2, 3, 4, 8, 9} {
 		require.Nil(t, res[i].Replayed)
 		require.Empty(t, res[i].Data)
 	}
 
-	for id, want := range map[string]int{"t-0": 200, "t-1": 200, "t-bad": 404, "t-ahead": 404} {
+	for id, want := range map[string]int{"t-0": 200, "t-1": 200, "t-bad": 404, "t-ahead": 404, "t-backfill": 404} {
 		require.Equal(t, want, a.getAs(key, "/v1/restaurants/r1/collections/temperature-readings/records/"+id).Status, id)
 	}
 	var old envelopeDoc
