@@ -75,12 +75,12 @@ func (a *API) ingestBatch(c *gin.Context) error {
 		}
 		a.metrics.IngestWrite(w, col, o, reason)
 		if err != nil {
-			pr := a.problemFor(c, err)
-			if pr.Status >= http.StatusInternalServerError {
+			if e, ok := apperr.As(err); !ok || apperr.KindOf(e.Code).Status >= http.StatusInternalServerError {
 				// The store failed: what follows would fail alike. The
 				// batch's answer is the failure; resending it is safe.
 				return err
 			}
+			pr := a.problemFor(c, err)
 			pr.Errors = itemPointers(pr.Errors, i, it)
 			r = BatchResult{Status: pr.Status, Problem: &pr}
 		}
