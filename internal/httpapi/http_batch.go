@@ -105,13 +105,13 @@ func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, i
 	if int64(len(it.body)) > a.cfg.MaxBodyBytes {
 		return BatchResult{}, apperr.New(apperr.PayloadTooLarge, "The item exceeds the limit of %d bytes of a single body.", a.cfg.MaxBodyBytes)
 	}
+	id, mutationID := identity(it.body)
 	if it.delivery {
-		id := memberString(it.body, "id")
 		d, replayed, err := a.deliveryIngest(ctx, restaurant, id, it.body)
 		return BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: d}, err
 	}
-	k := store.RecordKey{RestaurantID: restaurant, Collection: it.collection, RecordID: memberString(it.body, "id")}
-	env, how, err := a.snapshotIngest(ctx, k, memberString(it.body, "mutationId"), it.body)
+	k := store.RecordKey{RestaurantID: restaurant, Collection: it.collection, RecordID: id}
+	env, how, err := a.snapshotIngest(ctx, k, mutationID, it.body)
 	if err != nil {
 		return BatchResult{}, err
 	}
@@ -123,19 +123,18 @@ func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, i
 	return r, nil
 }
 
-// memberString is the string member name of a JSON object, "" when it is
-// absent, not a string, or the text no object: the identity an item's
-// single PUT would carry in its path. Its validation reports the rest.
-func memberString(body []byte, name string) string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return ""
+// identity is the id and mutationId of an item's body, "" where absent,
+// not strings, or the text no object: what the item's single PUT would
+// carry in its path. Its validation reports the rest.
+func identity(body []byte) (id, mutationID string) {
+	var m struct {
+		ID         any `json:"id"`
+		MutationID any `json:"mutationId"`
 	}
-	var s string
-	if json.Unmarshal(m[name], &s) != nil {
-		return ""
-	}
-	return s
+	_ = json.Unmarshal(body, &m) // a body that does not decode is the validator's to describe
+	id, _ = m.ID.(string)
+	mutationID, _ = m.MutationID.(string)
+	return id, mutationID
 }
 
 // itemPointers makes an item's violations point into the batch: /data/x
