@@ -94,6 +94,11 @@ type Config struct {
 	// queue of 500 snapshots is about 150 KB; each snapshot in it is
 	// still held to MaxBodyBytes.
 	MaxBatchBytes int64 `env:"FOODSAFE_MAX_BATCH_BYTES" envDefault:"4194304" desc:"Largest body of a batch ingest (POST /v1/ingest/restaurants/{restaurantId}/batch, at most 500 items); larger ones get 413 payload-too-large. Each item is also held to FOODSAFE_MAX_BODY_BYTES, as its single PUT would be. Must be at least FOODSAFE_MAX_BODY_BYTES."`
+	// MaxPageBytes bounds a page of records or deliveries by the bytes of
+	// what it carries, as wire.MaxLimit bounds it by count: a record may be
+	// as large as a request body, so 100 of them are 100 MiB, held while
+	// the page is built and written.
+	MaxPageBytes int64 `env:"FOODSAFE_MAX_PAGE_BYTES" envDefault:"4194304" desc:"Bytes of records (or deliveries) after which a page ends, whatever its limit: the page ends with the record that reaches this size, so it never carries more than this plus one record, and its nextCursor continues after it (limit is a maximum). Bounds what one walk page, delivery page or MCP walk_records / list_deliveries answer holds in memory. At least 65536."`
 	// CursorKey seals (encrypts and authenticates) pagination cursors; all
 	// processes must share it.
 	// Generated per process (with a warning) when empty.
@@ -224,6 +229,8 @@ func (c Config) check() error {
 		return errors.New("FOODSAFE_CURSOR_TTL must be positive: walk cursors cannot be valid forever, or superseded versions could never be compacted")
 	case c.MaxBatchBytes < c.MaxBodyBytes:
 		return fmt.Errorf("FOODSAFE_MAX_BATCH_BYTES (%d) must be at least FOODSAFE_MAX_BODY_BYTES (%d): a batch of one item is a snapshot its single PUT takes", c.MaxBatchBytes, c.MaxBodyBytes)
+	case c.MaxPageBytes < 64<<10:
+		return errors.New("FOODSAFE_MAX_PAGE_BYTES must be at least 65536: a page of small records should not end early")
 	case c.MaxConnections < 0:
 		return errors.New("FOODSAFE_MAX_CONNECTIONS cannot be negative")
 	case c.ClientConnectionShare < 1 || c.ClientConnectionShare > 100:

@@ -45,7 +45,8 @@ func (a *API) deliveriesList(ctx context.Context, r request) (wire.Page[wire.Del
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}
-	page, more, err := a.store.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: restaurant, From: from, To: to, Limit: limit, After: after})
+	page, more, err := a.store.DeliveryList(ctx, store.DeliveryListParams{RestaurantID: restaurant, From: from, To: to, Limit: limit,
+		MaxBytes: a.cfg.MaxPageBytes, After: after})
 	if err != nil {
 		return wire.Page[wire.Delivery]{}, err
 	}

@@ -57,7 +57,8 @@ func (a *API) collectionsList(_ context.Context, r request) (List[wire.Collectio
 // walk; a nextCursor continues its walk; a changesCursor starts a changes
 // walk (what changed since the walk that issued it). The page carries
 // nextCursor until the walk's last page, which carries the changesCursor of
-// the next changes walk instead.
+// the next changes walk instead. A page ends early, with its nextCursor,
+// once its records reach FOODSAFE_MAX_PAGE_BYTES: limit is a maximum.
 func (a *API) recordsWalk(ctx context.Context, r request) (wire.WalkPage, error) {
 	limit, err := limitParam(r)
 	if err != nil {
@@ -78,12 +79,14 @@ func (a *API) recordsWalk(ctx context.Context, r request) (wire.WalkPage, error)
 	walk := metrics.WalkRecords
 	if from.Changes {
 		walk = metrics.WalkChanges
-		page, err = a.store.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit, Since: from.Since})
+		page, err = a.store.RecordChanges(ctx, store.RecordChangesParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit,
+			MaxBytes: a.cfg.MaxPageBytes, Since: from.Since})
 		if errors.Is(err, store.ErrAheadOfStream) {
 			return wire.WalkPage{}, a.cursors.Ahead(cursor.KindChanges)
 		}
 	} else {
-		page, err = a.store.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit, Pos: from.After})
+		page, err = a.store.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: w.Restaurant, Collection: w.Collection, Limit: limit,
+			MaxBytes: a.cfg.MaxPageBytes, Pos: from.After})
 	}
 	if err != nil {
 		return wire.WalkPage{}, err

@@ -116,6 +116,9 @@ type DeliveryListParams struct {
 	// From and To bound occurredAt (epoch ms), both included.
 	From, To int64
 	Limit    int
+	// MaxBytes ends the page early, with the delivery whose bytes reach
+	// it (0: no bound).
+	MaxBytes int64
 	// After is where the previous page ended; nil for the first page.
 	After *DeliveryPos
 }
@@ -127,12 +130,13 @@ type DeliveryListParams struct {
 func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []wire.Delivery, more bool, err error) {
 	buf := deliveryRows.Get().(*[]db.Delivery)
 	rows := slices.Grow((*buf)[:0], p.Limit+1)
+	var cut bool
 	if p.After == nil {
-		rows, err = pgrows.DeliveryListFirstInto(ctx, s.pool, db.DeliveryListFirstParams{
-			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)}, rows)
+		rows, cut, err = pgrows.DeliveryListFirstInto(ctx, s.pool, db.DeliveryListFirstParams{
+			RestaurantID: p.RestaurantID, FromMs: p.From, ToMs: p.To, MaxRows: int32(p.Limit + 1)}, rows, p.MaxBytes)
 	} else {
-		rows, err = pgrows.DeliveryListAfterInto(ctx, s.pool, db.DeliveryListAfterParams{
-			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)}, rows)
+		rows, cut, err = pgrows.DeliveryListAfterInto(ctx, s.pool, db.DeliveryListAfterParams{
+			RestaurantID: p.RestaurantID, FromMs: p.From, AfterOccurredAt: p.After.OccurredAt, AfterID: p.After.ID, MaxRows: int32(p.Limit + 1)}, rows, p.MaxBytes)
 	}
 	defer putDeliveryRows(buf, rows) // every row read, the look-ahead row too
 	if err != nil {
@@ -141,6 +145,7 @@ func (s *Store) DeliveryList(ctx context.Context, p DeliveryListParams) (page []
 	if len(rows) > p.Limit {
 		rows, more = rows[:p.Limit], true
 	}
+	more = more || cut
 	page = make([]wire.Delivery, len(rows))
 	var dec tempsDecoder
 	for i, r := range rows {

@@ -28,7 +28,7 @@ VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1)
 	q := db.New(st.Pool())
 	// The column holds the text written (json since migration 00019), and
 	// the scan reads it as stored: numbers, escapes and spacing included.
-	got, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 2000, ToMs: 2000, MaxRows: 10}, nil)
+	got, _, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 2000, ToMs: 2000, MaxRows: 10}, nil, 0)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, `[{"product":"p","lotNumber":"l","unit":"C","value":1E+2},{"unit": "C", "value": -0.0, "product": "\u003c", "lotNumber": "l"}]`,
@@ -39,17 +39,17 @@ VALUES ('r1', 'd1', 1000, true, 's1', 'S', '[]', '{}', '{}', NULL, 0, '\x01', 1)
 			first := db.DeliveryListFirstParams{RestaurantID: "r1", FromMs: 0, ToMs: 5000, MaxRows: max}
 			want, err := q.DeliveryListFirst(ctx, first)
 			require.NoError(t, err)
-			got, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, make([]db.Delivery, 0, 1))
+			got, _, err := pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, make([]db.Delivery, 0, 1), 0)
 			require.NoError(t, err)
 			require.Equal(t, want, append([]db.Delivery{}, got...))
-			got, err = pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, []db.Delivery{held})
+			got, _, err = pgrows.DeliveryListFirstInto(ctx, st.Pool(), first, []db.Delivery{held}, 0)
 			require.NoError(t, err)
 			require.Equal(t, append([]db.Delivery{held}, want...), got)
 
 			after := db.DeliveryListAfterParams{RestaurantID: "r1", FromMs: 0, AfterOccurredAt: 2000, AfterID: "d3", MaxRows: max}
 			want, err = q.DeliveryListAfter(ctx, after)
 			require.NoError(t, err)
-			got, err = pgrows.DeliveryListAfterInto(ctx, st.Pool(), after, nil)
+			got, _, err = pgrows.DeliveryListAfterInto(ctx, st.Pool(), after, nil, 0)
 			require.NoError(t, err)
 			require.Equal(t, want, append([]db.Delivery{}, got...))
 		})

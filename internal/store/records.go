@@ -226,6 +226,9 @@ type RecordWalkParams struct {
 	RestaurantID string
 	Collection   string
 	Limit        int
+	// MaxBytes ends the page early, with the record whose bytes reach it
+	// (0: no bound).
+	MaxBytes int64
 	// Pos continues a walk; nil starts one.
 	Pos *WalkPos
 }
@@ -235,7 +238,7 @@ type RecordWalkParams struct {
 // pins the stream's current head. Next is nil on the last page; one extra
 // row is read so a page that ends the walk exactly says so.
 func (s *Store) RecordWalk(ctx context.Context, p RecordWalkParams) (WalkPage, error) {
-	q := db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, MaxRows: int32(p.Limit + 1)}
+	q := db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, MaxRows: int32(p.Limit + 1), MaxBytes: byteBound(p.MaxBytes)}
 	if p.Pos != nil {
 		q.Pinned, q.AfterSequence = &p.Pos.Pinned, p.Pos.After
 	}
@@ -248,6 +251,8 @@ type RecordChangesParams struct {
 	RestaurantID string
 	Collection   string
 	Limit        int
+	// MaxBytes is RecordWalkParams.MaxBytes.
+	MaxBytes int64
 	// Since is the position of the walk the changes are since.
 	Since int64
 }
@@ -260,7 +265,8 @@ type RecordChangesParams struct {
 // p.Since beyond the head is ErrAheadOfStream.
 func (s *Store) RecordChanges(ctx context.Context, p RecordChangesParams) (WalkPage, error) {
 	page, err := s.walkPage(ctx, p.Limit,
-		db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, AfterSequence: p.Since, MaxRows: int32(p.Limit + 1)})
+		db.RecordWalkPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection, AfterSequence: p.Since, MaxRows: int32(p.Limit + 1),
+			MaxBytes: byteBound(p.MaxBytes)})
 	if err == nil && page.Pinned < p.Since {
 		return WalkPage{}, ErrAheadOfStream
 	}
@@ -290,27 +296,44 @@ func putWalkRows(buf *[]db.RecordWalkPageRow, rows []db.RecordWalkPageRow) {
 	walkRows.Put(buf)
 }
 
+// byteBound is a page's bound in bytes as the walk statements take it:
+// NULL for none.
+func byteBound(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
 // walkPage runs one page of RecordWalkPage (limit rows, and one more to
-// look ahead) and merges its branches. A page with no pin (the first of a
+// look ahead; at most p.MaxBytes of them, and one more record) and merges
+// its branches. A page with no pin (the first of a
 // walk or of a changes walk) is pinned at the head it reads and runs
 // RecordWalkFirstPage, which says why.
 func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
 	buf := walkRows.Get().(*[]db.RecordWalkPageRow)
 	var (
 		rows []db.RecordWalkPageRow
+		cut  bool
 		err  error
 	)
 	if p.Pinned == nil {
-		rows, err = pgrows.RecordWalkFirstPageInto(ctx, s.pool, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
-			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows}, slices.Grow((*buf)[:0], limit+1))
+		rows, cut, err = pgrows.RecordWalkFirstPageInto(ctx, s.pool, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
+			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows, MaxBytes: p.MaxBytes}, slices.Grow((*buf)[:0], limit+1))
 	} else {
-		rows, err = pgrows.RecordWalkPageInto(ctx, s.pool, p, slices.Grow((*buf)[:0], limit+1))
+		rows, cut, err = pgrows.RecordWalkPageInto(ctx, s.pool, p, slices.Grow((*buf)[:0], limit+1))
 	}
 	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
 	if err != nil {
 		return WalkPage{}, translate(err)
 	}
-	return walkRowsPage(p.RestaurantID, p.Collection, limit, p.Pinned, rows), nil
+	page := walkRowsPage(p.RestaurantID, p.Collection, limit, p.Pinned, rows)
+	if n := len(page.Records); cut && page.Next == nil && n > 0 {
+		// Cut by bytes: the walk continues after the page's last record,
+		// whatever its count.
+		page.Next = &WalkPos{Pinned: page.Pinned, After: int64(page.Records[n-1].Sequence)}
+	}
+	return page, nil
 }
 
 // walkRowsPage makes a page of at most limit records from the rows of a

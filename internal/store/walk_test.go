@@ -108,12 +108,12 @@ func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 		want, err := q.RecordWalkPage(ctx, p)
 		require.NoError(t, err)
 		require.NotEmpty(t, want, "every case yields a row (the marker at least)")
-		got, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1))
+		got, _, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1))
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 
 		held := db.RecordWalkPageRow{RecordID: "held", Sequence: -1}
-		got, err = pgrows.RecordWalkPageInto(ctx, conn, p, []db.RecordWalkPageRow{held})
+		got, _, err = pgrows.RecordWalkPageInto(ctx, conn, p, []db.RecordWalkPageRow{held})
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 
@@ -130,7 +130,7 @@ func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 		for n, r := range generated {
 			require.Equal(t, want[n], db.RecordWalkPageRow(r))
 		}
-		got, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, []db.RecordWalkPageRow{held})
+		got, _, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, []db.RecordWalkPageRow{held})
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 	})

@@ -179,6 +179,14 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- in a pipeline of several streams (db.FeedReads).
 -- Records created after P are in neither. The caller merges both branches
 -- by sequence and keeps the first max_rows, so the statement needs no Sort.
+-- Branch 1 is bounded by bytes as well (max_bytes, FOODSAFE_MAX_PAGE_BYTES;
+-- NULL: no bound): a row is sent while the data of the rows before the
+-- one before it (a running sum in the index's order, no Sort) is under
+-- max_bytes, that is the rows of a page that ends with the row reaching
+-- max_bytes, and one more, which tells the caller the page is not the
+-- last. The rows cut are read in the database (their size) but never
+-- sent. The caller cuts the merged page by bytes again, exactly
+-- (the versions of branch 2 are not bounded here).
 -- The service runs it for pages with a pin; a page without one (P = H, so
 -- branch 2 is empty) runs RecordWalkFirstPage, this statement without it.
 -- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
@@ -209,14 +217,18 @@ WITH head AS (
                      LIMIT 1),
                     (SELECT p FROM pin))::bigint AS b
 )
-(SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-        r.captured_at, r.received_at, r.source_version, r.payload_version
- FROM records r
- WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
-   AND r.sequence > sqlc.arg(after_sequence)
-   AND r.sequence <= (SELECT p FROM pin)
- ORDER BY r.sequence
- LIMIT sqlc.arg(max_rows))
+(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
+        w.captured_at, w.received_at, w.source_version, w.payload_version
+ FROM (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+              r.captured_at, r.received_at, r.source_version, r.payload_version,
+              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
+       FROM records r
+       WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+         AND r.sequence > sqlc.arg(after_sequence)
+         AND r.sequence <= (SELECT p FROM pin)
+       ORDER BY r.sequence
+       LIMIT sqlc.arg(max_rows)) w
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
 UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
         h.captured_at, h.received_at, h.source_version, h.payload_version
@@ -239,7 +251,8 @@ UNION ALL
 -- The versions superseded after the pin (branch 2 there) are those with
 -- superseded_by in (H, H], which is empty, so it reads records alone:
 --   1. current versions with sequence in (after, H]: one range scan of
---      records_walk_idx, stopped by LIMIT;
+--      records_walk_idx, stopped by LIMIT, and bounded by max_bytes as
+--      RecordWalkPage's branch 1 is;
 --   2. only when (after, H] is empty: the marker row of RecordWalkPage,
 --      carrying H.
 -- GET /v1/records reads the first page of each stream it reaches with it,
@@ -257,14 +270,18 @@ WITH head AS (
                      LIMIT 1),
                     0)::bigint AS h
 )
-(SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-        r.captured_at, r.received_at, r.source_version, r.payload_version
- FROM records r
- WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
-   AND r.sequence > sqlc.arg(after_sequence)
-   AND r.sequence <= (SELECT h FROM head)
- ORDER BY r.sequence
- LIMIT sqlc.arg(max_rows))
+(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
+        w.captured_at, w.received_at, w.source_version, w.payload_version
+ FROM (SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+              r.captured_at, r.received_at, r.source_version, r.payload_version,
+              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
+       FROM records r
+       WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+         AND r.sequence > sqlc.arg(after_sequence)
+         AND r.sequence <= (SELECT h FROM head)
+       ORDER BY r.sequence
+       LIMIT sqlc.arg(max_rows)) w
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
 UNION ALL
 (SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM head

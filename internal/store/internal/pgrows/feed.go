@@ -35,6 +35,10 @@ type FeedRows struct {
 	Deliveries []db.Delivery
 }
 
+// noByteBound is the walk statements' max_bytes in a feed read: the feed
+// bounds its page by bytes its own way.
+var noByteBound *int64
+
 // FeedReads runs reads as one pipeline (one round trip however many there
 // are) and returns their rows in the same order. Each statement runs on
 // its own snapshot, as it would alone: a walk's pin is what makes its
@@ -50,9 +54,9 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 		case r.Collection == "":
 			b.Queue(db.DeliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
 		case r.Pinned == nil:
-			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows)
+			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows, noByteBound)
 		default:
-			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows)
+			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows, noByteBound)
 		}
 	}
 	br := sender.SendBatch(ctx, b)
@@ -65,9 +69,9 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 		}
 		if err == nil {
 			if r.Collection == "" {
-				out[i].Deliveries, err = scanDeliveries(rows, nil)
+				out[i].Deliveries, _, err = scanDeliveries(rows, nil, 0)
 			} else {
-				out[i].Walk, err = scanWalkRows(rows, nil)
+				out[i].Walk, _, err = scanWalkRows(rows, nil, newWalkCut(nil))
 			}
 		}
 		if err != nil && firstErr == nil {

@@ -35,28 +35,33 @@ import (
 // a result whose columns are not the types this decoder reads (a statement
 // changed without this file) is scanned by pgx instead, and
 // TestRecordWalkPageIntoAgrees holds both paths to the generated scan.
-func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
-	return walkRowsInto(ctx, conn, items, db.RecordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows)
+//
+// arg.MaxBytes bounds the page by bytes (walkCut): cut reports that rows
+// were left out beyond the bytes, so the page is not the walk's last
+// whatever its count.
+func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
 // RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
 // RecordWalkPage: its columns are RecordWalkPage's.
-func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
-	return walkRowsInto(ctx, conn, items, db.RecordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows)
+func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
-// walkRowsInto runs a walk statement and appends its rows to items.
-func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, sql string, args ...any) ([]db.RecordWalkPageRow, error) {
+// walkRowsInto runs a walk statement and appends its rows to items, at
+// most maxBytes of them (nil: no bound).
+func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, maxBytes *int64, sql string, args ...any) ([]db.RecordWalkPageRow, bool, error) {
 	rows, err := conn.Query(ctx, sql, args...)
 	if err != nil {
-		return items, err
+		return items, false, err
 	}
-	return scanWalkRows(rows, items)
+	return scanWalkRows(rows, items, newWalkCut(maxBytes))
 }
 
-// scanWalkRows appends the rows of a walk statement's result to items
-// and closes it.
-func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow) ([]db.RecordWalkPageRow, error) {
+// scanWalkRows appends the rows of a walk statement's result to items,
+// as far as cut keeps them, and closes it.
+func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) ([]db.RecordWalkPageRow, bool, error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())
@@ -64,12 +69,22 @@ func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow) ([]db.RecordWalkP
 		text   pageArena
 	)
 	for rows.Next() {
+		raw := rows.RawValues()
+		if decode {
+			// A row beyond the cut is not copied out of pgx's buffer.
+			c := rawColumns{fields: rows.FieldDescriptions(), raw: raw}
+			if seq := c.int(2, 8); c.err == nil && cut.skip(seq) {
+				continue
+			}
+		}
+		size := rawSize(raw)
 		items = append(items, db.RecordWalkPageRow{})
 		i := &items[len(items)-1]
 		if decode {
-			if err := decodeWalkRow(i, rows.FieldDescriptions(), rows.RawValues(), &text); err != nil {
-				return items, err
+			if err := decodeWalkRow(i, rows.FieldDescriptions(), raw, &text); err != nil {
+				return items, false, err
 			}
+			items = cut.add(items, size)
 			continue
 		}
 		if dest == nil {
@@ -78,10 +93,11 @@ func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow) ([]db.RecordWalkP
 		dest[0], dest[1], dest[2], dest[3], dest[4] = &i.Pinned, &i.RecordID, &i.Sequence, &i.MutationID, &i.Deleted
 		dest[5], dest[6], dest[7], dest[8], dest[9] = &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion
 		if err := rows.Scan(dest...); err != nil {
-			return items, err
+			return items, false, err
 		}
+		items = cut.add(items, size)
 	}
-	return items, rows.Err()
+	return items, cut.cut, rows.Err()
 }
 
 // walkColumns are the types of the walk statements' columns, in order: the
