@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -178,4 +180,70 @@ func TestPinnedPageEdges(t *testing.T) {
 	require.Empty(t, walk(4, 4), "a range (4, 4] is empty, although 4 was superseded after the pin")
 	require.Empty(t, walk(3, 3), "a range (3, 3] is empty, although 3 was superseded after the pin")
 	require.Equal(t, []string{"a1=m1", "a3=m5", "a2=m6"}, walk(6, 0), "pinned at the head again")
+}
+
+// A walk whose pages end by bytes returns every record once, as it
+// stood at the walk's pin, while records are updated and deleted between
+// its pages (so later pages read versions as of the pin from history,
+// the branch the statement does not bound by bytes); each page holds
+// less than the bound before its last record.
+func TestWalkCutByBytes(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(7, 49))
+	n := 0
+	put := func(record string, deleted bool) string {
+		n++
+		mutation := fmt.Sprintf("m%d", n)
+		m := store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "areas", RecordID: record},
+			MutationID: mutation, Deleted: deleted, CapturedAt: 7, PayloadVersion: 1}
+		if !deleted {
+			m.Data = []byte(fmt.Sprintf(`{"name":%q}`, strings.Repeat("x", 50+rng.IntN(3000))))
+		}
+		d := sha256.Sum256([]byte(mutation))
+		m.RequestSHA256 = d[:]
+		_, _, err := st.RecordIngest(ctx, m, 11)
+		require.NoError(t, err)
+		return mutation
+	}
+	const records = 40
+	asOfPin := map[string]string{} // record id: its mutation id at the pin
+	for i := range records {
+		id := fmt.Sprintf("a%02d", i)
+		asOfPin[id] = put(id, false)
+	}
+	const budget = 6000
+	seen := map[string]int{}
+	var pos *store.WalkPos
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 100)
+		page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 7, MaxBytes: budget, Pos: pos})
+		require.NoError(t, err)
+		var before int
+		for k, e := range page.Records {
+			seen[e.ID]++
+			require.Equal(t, asOfPin[e.ID], e.MutationID, "record %s as of the pin", e.ID)
+			if k < len(page.Records)-1 {
+				before += len(e.Data) + pgrows.RowOverhead
+			}
+		}
+		require.Less(t, before, budget, "what comes before a page's last record is under the bound")
+		if page.Next == nil {
+			break
+		}
+		require.NotEmpty(t, page.Records)
+		pos = page.Next
+		// Between pages: a few records change or go, some already
+		// returned and some not.
+		for range 3 {
+			id := fmt.Sprintf("a%02d", rng.IntN(records))
+			put(id, rng.IntN(4) == 0)
+		}
+	}
+	require.Len(t, seen, records)
+	for id, c := range seen {
+		require.Equal(t, 1, c, "record %s", id)
+	}
 }
