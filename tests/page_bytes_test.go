@@ -174,7 +174,7 @@ func mcpCallRaw(t *testing.T, p *serveProc, key, tool string, args map[string]an
 func TestPagesBoundedByBytes(t *testing.T) {
 	t.Parallel()
 	p, key := pageBytesServe(t)
-	base := p.peakRSS(t)
+	base, started := p.peakRSS(t), p.cpuSeconds(t)
 	walk := "/v1/restaurants/r1/collections/users/records?limit=100"
 
 	// The walk: every record once, pages ended by bytes.
@@ -207,6 +207,7 @@ func TestPagesBoundedByBytes(t *testing.T) {
 		require.Equal(t, 1, n, "record %s", id)
 	}
 	require.Greater(t, pages, 5, "100 records of 1 MiB do not fit a page of 4 MiB")
+	t.Logf("the walk: %d pages, %.2f s of serve's CPU", pages, p.cpuSeconds(t)-started)
 
 	// Three clients ask for the first page and read only its status line.
 	for range 3 {
@@ -262,6 +263,6 @@ func TestPagesBoundedByBytes(t *testing.T) {
 	require.NotNil(t, delivered.NextCursor)
 
 	peak := p.peakRSS(t)
-	t.Logf("serve's peak RSS %.0f MB (after start-up %.0f MB) over %d walk pages", float64(peak)/1e6, float64(base)/1e6, pages)
+	t.Logf("serve's peak RSS %.0f MB (after start-up %.0f MB), %.2f s of CPU in all", float64(peak)/1e6, float64(base)/1e6, p.cpuSeconds(t)-started)
 	require.Less(t, peak, int64(400e6))
 }

@@ -116,7 +116,7 @@ type mcpTool struct {
 
 // paging is said by every tool that returns pages.
 const paging = "Results come in pages: when nextCursor is not null, call again with every argument unchanged and " +
-	"cursor set to nextCursor; stop when nextCursor is null. "
+	"cursor set to nextCursor; stop when nextCursor is null (a page may hold fewer than limit: large items end it early). "
 
 // mcpToolTable lists the tools (tools/list sorts them by name).
 func mcpToolTable() []mcpTool {
