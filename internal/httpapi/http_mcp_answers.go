@@ -48,6 +48,29 @@ func answerSize(out any) int64 {
 		for _, e := range v.Data {
 			n += 512 + int64(len(e.Data))
 		}
+	case wire.Page[wire.Delivery]:
+		// As large as the provider wrote each: 1,000 temperatures and
+		// lists of long reasons make a delivery of about 1 MiB.
+		for _, d := range v.Data {
+			n += deliverySize(d)
+		}
+	}
+	return n
+}
+
+// deliverySize estimates a delivery's JSON size from its free text.
+func deliverySize(d wire.Delivery) int64 {
+	n := 512 + int64(len(d.Supplier.Name))
+	for _, t := range d.TemperatureRecords {
+		n += 64 + int64(len(t.Product)+len(t.LotNumber)+len(t.Unit)+len(t.Value))
+	}
+	for _, l := range [][]string{d.NonComplianceReasons, d.CorrectiveActions} {
+		for _, s := range l {
+			n += 3 + int64(len(s))
+		}
+	}
+	if d.Commentary != nil {
+		n += int64(len(*d.Commentary))
 	}
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,18 @@ func TestLargeAnswersHoldTheirBudget(t *testing.T) {
 		page.Data[i] = wire.Envelope{Data: json.RawMessage(`"` + string(bytes.Repeat([]byte("x"), 20_000)) + `"`)}
 	}
 	require.Greater(t, answerSize(page), int64(largeAnswer))
+}
+
+// A page of deliveries counts the text its deliveries carry: two of 1 MB
+// of reasons make a large answer, which holds its share of the budget.
+func TestDeliveryPageAnswerSize(t *testing.T) {
+	reasons := make([]string, 100)
+	for i := range reasons {
+		reasons[i] = strings.Repeat("r", 10_000)
+	}
+	d := wire.Delivery{NonComplianceReasons: reasons, TemperatureRecords: []wire.TemperatureRecord{{Product: "p", Value: "1"}}}
+	size := answerSize(wire.Page[wire.Delivery]{Data: []wire.Delivery{d, d}})
+	require.Greater(t, size, int64(2_000_000))
+	require.Less(t, size, int64(2_100_000))
+	require.Greater(t, size, int64(largeAnswer))
 }
