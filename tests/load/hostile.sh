@@ -18,7 +18,8 @@
 # 2 MiB bodies sent whole before their 413 is read; 8 keys trickling
 # uploads into every upload slot beside another device's upload; one key
 # uploading past its daily quota (FOODSAFE_UPLOAD_QUOTA_BYTES, 50 MiB
-# here); an idle connection. It checks each
+# here); 100 users records of 1 MiB asked for in pages of 100 (not read,
+# walked, HEADed, over MCP); an idle connection. It checks each
 # attack's bounds (see the driver), then stops serve with SIGTERM (which
 # flushes the audit trail) and checks the audit trail: every request of
 # the uploads phase's keys recorded (one row each, or counted by shape),
@@ -77,6 +78,7 @@ done >"$work/trickle-keys"
 QUOTA_KEY=$(setup "$BIN" keys create --name "load-hostile quota" --grant demo-bistro=drive-files:write)
 WRITER_KEY=$(setup "$BIN" keys create --name "load-hostile writer" --grant demo-bistro=drive-files:write,drive-files:read,areas:write)
 PARTNER_KEY=$(setup "$BIN" keys create --name "load-hostile partner" --grant demo-bistro=temperature-records:read)
+BIG_KEY=$(setup "$BIN" keys create --name "load-hostile big records" --grant demo-bistro=users:write,users:read)
 
 # 127.0.0.9 is the proxy of the ipv6 and addresses attacks: serve believes
 # its X-Forwarded-For.
@@ -91,7 +93,7 @@ curl -fs --max-time 1 -o /dev/null "http://$ADDR/health/live" || { echo "serve d
 
 status=0
 timeout 600 "$DRIVER" -api "http://$ADDR" -ops "http://$OPS_ADDR" -pid "$serve_pid" -mcp-key "$MCP_KEY" \
-  -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -partner-key "$PARTNER_KEY" -upload-keys "$work/upload-keys" \
+  -batch-key "$BATCH_KEY" -writer-key "$WRITER_KEY" -partner-key "$PARTNER_KEY" -big-key "$BIG_KEY" -upload-keys "$work/upload-keys" \
   -trickle-keys "$work/trickle-keys" -quota-key "$QUOTA_KEY" \
   -upload-path "/v1/ingest/restaurants/demo-bistro/collections/cleaning-task-pictures/records/picture-003/asset?objectKey=cleaning%2Fpicture-003.png" \
   -batches "$BATCHES" -calls "$CALLS" -uploads "$UPLOADS" -deadline 120s -only "${ONLY:-}" \

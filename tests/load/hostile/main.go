@@ -84,6 +84,8 @@ type config struct {
 	maxConns             int
 	trickleKeys          []string
 	quotaKey             string
+	// bigKey writes and reads the pages attack's users records.
+	bigKey string
 }
 
 func main() {
@@ -107,6 +109,7 @@ func main() {
 	flag.StringVar(&c.floodPath, "flood-path", "/health/version", "the path the version flood sends")
 	flag.StringVar(&c.only, "only", "", "run only the phases whose name contains this word")
 	flag.StringVar(&c.partnerKey, "partner-key", "", "a key reading the demo restaurant's temperature records: the partner beside the last attacks")
+	flag.StringVar(&c.bigKey, "big-key", "", "a key holding users:write and users:read on the demo restaurant: the pages attack")
 	flag.IntVar(&c.maxConns, "max-connections", 4096, "serve's FOODSAFE_MAX_CONNECTIONS: what the connections attack opens")
 	trickleFile := flag.String("trickle-keys", "", "file of keys trickling uploads (cleaning-task-pictures:write), one a line, 4 uploads each")
 	flag.StringVar(&c.quotaKey, "quota-key", "", "key holding drive-files:write that uploads past its daily quota")
@@ -132,8 +135,8 @@ func main() {
 		c.trickleKeys = strings.Fields(string(tb))
 	}
 	if c.api == "" || c.pid == 0 || c.mcpKey == "" || c.batchKey == "" || c.writerKey == "" || len(c.uploadKeys) == 0 || c.uploadPath == "" ||
-		c.partnerKey == "" {
-		fmt.Fprintln(os.Stderr, "hostile: -api, -pid, -mcp-key, -batch-key, -writer-key, -partner-key, -upload-keys and -upload-path are required")
+		c.partnerKey == "" || c.bigKey == "" {
+		fmt.Fprintln(os.Stderr, "hostile: -api, -pid, -mcp-key, -batch-key, -writer-key, -partner-key, -big-key, -upload-keys and -upload-path are required")
 		os.Exit(2)
 	}
 	if !run(c) {
@@ -277,7 +280,7 @@ func run(c config) bool {
 	}{{"uploads", c.uploadsAndBatches}, {"download", c.download}, {"version", c.versionFlood}, {"bodies", c.bodies},
 		{"slow", c.slowBodies}, {"keys", c.randomKeys}, {"framing", c.framing}, {"ipv6", c.ipv6Prefix},
 		{"addresses", c.manyAddresses}, {"connections", c.oneAddressConnections}, {"refused", c.refusedBodies},
-		{"trickle", c.trickleAttack}, {"quota", c.quotaAttack}} {
+		{"trickle", c.trickleAttack}, {"quota", c.quotaAttack}, {"pages", c.pages}} {
 		if c.only != "" && !strings.Contains(ph.name, c.only) {
 			continue
 		}
