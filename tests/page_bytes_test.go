@@ -266,3 +266,21 @@ func TestPagesBoundedByBytes(t *testing.T) {
 	t.Logf("serve's peak RSS %.0f MB (after start-up %.0f MB), %.2f s of CPU in all", float64(peak)/1e6, float64(base)/1e6, p.cpuSeconds(t)-started)
 	require.Less(t, peak, int64(400e6))
 }
+
+// serve sets its soft memory limit unless GOMEMLIMIT is set, and its
+// starting line says which applies.
+func TestServeSetsAMemoryLimit(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	for env, want := range map[string]string{"GOMEMLIMIT=": `"gomemlimit":"256MiB"`, "GOMEMLIMIT=1GiB": `"gomemlimit":"1GiB (GOMEMLIMIT)"`} {
+		p := startServe(t, "DATABASE_URL="+a.cfg.DatabaseURL, "FOODSAFE_BLOB_DIR="+t.TempDir(), env)
+		var line string
+		for l := range strings.SplitSeq(p.logs.String(), "\n") {
+			if strings.Contains(l, `"msg":"starting"`) {
+				line = l
+			}
+		}
+		require.Contains(t, line, want, env)
+		p.stop(t)
+	}
+}

@@ -27,6 +27,11 @@ type Variable struct {
 // unless GOGC is set (cmd/foodsafe, setServeGC says why).
 const ServeGCPercent = 400
 
+// ServeMemoryLimit is the soft memory limit, in bytes, `foodsafe serve`
+// sets unless GOMEMLIMIT is set (cmd/foodsafe, setServeMemoryLimit says
+// why).
+const ServeMemoryLimit = 256 << 20
+
 // Elsewhere are the variables read outside Config: by foodsafe-sync, by
 // serve before the configuration is loaded, or by a library on the
 // service's behalf. Code that reads another variable adds it here, or the
@@ -35,7 +40,12 @@ var Elsewhere = []Variable{
 	{Name: "GOGC", ReadBy: "foodsafe serve", Type: "integer or off", Default: fmt.Sprint(ServeGCPercent),
 		Meaning: fmt.Sprintf("The Go garbage collector's target. serve sets %d unless GOGC is set (Go's default, 100, applies to "+
 			"the other commands): it collects a quarter as often, for more read throughput and a higher peak RSS. The starting "+
-			"log line says which applies. GOMEMLIMIT works as Go documents it.", ServeGCPercent)},
+			"log line says which applies.", ServeGCPercent)},
+	{Name: "GOMEMLIMIT", ReadBy: "foodsafe serve", Type: "bytes with a unit (e.g. 512MiB) or off", Default: fmt.Sprintf("%dMiB", ServeMemoryLimit>>20),
+		Meaning: fmt.Sprintf("The Go runtime's soft memory limit. serve sets %dMiB unless GOMEMLIMIT is set (none applies to the other "+
+			"commands): below it the collector paces by GOGC; near it, it collects more often, which keeps answers of large records "+
+			"from growing the heap to GOGC's multiple. Raise it with the memory a process may use; off removes it. The starting log "+
+			"line says which applies.", ServeMemoryLimit>>20)},
 	{Name: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE, AWS_REGION, ...", ReadBy: "foodsafe (AWS SDK)",
 		Type: "string", Meaning: "With an s3:// FOODSAFE_BLOB_URL: credentials and region through the AWS SDK's default chain " +
 			"(environment, shared config files, web identity, ECS task or EC2 instance role); never in the URL, never logged. " +

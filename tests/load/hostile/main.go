@@ -171,6 +171,8 @@ type phase struct {
 	ok       bool
 	// memory: the attack is on serve's memory; its RSS bound is checked.
 	memory bool
+	// maxRSS, when set, is the phase's own RSS bound instead of -max-rss-mb.
+	maxRSS int64
 	// partner: a partner's walk page reads beside the attack (withPartner).
 	partner *partner
 	stop    chan struct{}
@@ -253,7 +255,11 @@ func (c config) end(p *phase) bool {
 	fmt.Printf("   RSS %.0f MB before, %.0f MB peak (%d samples); /health/live %d probes, median %.1f ms, max %.1f ms, %d failed; "+
 		"database round trips %.0f\n", mb(p.rssStart), mb(p.rssMax), p.samples, len(p.health), ms(hmed), ms(hmax), p.bad, p.acquired)
 	if p.memory {
-		p.check(p.rssMax > 0 && p.rssMax < c.maxRSS, "serve's RSS stays under %.0f MB", mb(c.maxRSS))
+		bound := c.maxRSS
+		if p.maxRSS > 0 {
+			bound = p.maxRSS
+		}
+		p.check(p.rssMax > 0 && p.rssMax < bound, "serve's RSS stays under %.0f MB", mb(bound))
 	}
 	p.check(p.bad == 0, "every /health/live answered 200")
 	for _, l := range p.checks {

@@ -79,7 +79,8 @@ func (c config) pages() bool {
 	}
 	p := c.start(fmt.Sprintf("pages: %d users records of 1 MiB; 3 clients ask for a page of 100 and do not read, 2 walk them "+
 		"(100 pages a minute), 10 HEADs, 4 MCP walk_records of 100", bigRecords))
-	p.memory = true
+	// Answers of 1 MiB records: the bound TestPagesBoundedByBytes holds.
+	p.memory, p.maxRSS = true, 400e6
 	c.withPartner(p)
 	host := strings.TrimPrefix(c.api, "http://")
 	page := "/v1/restaurants/demo-bistro/collections/users/records?limit=100"
