@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -82,91 +83,19 @@ func (c config) pages() bool {
 	// Answers of 1 MiB records: the bound TestPagesBoundedByBytes holds.
 	p.memory, p.maxRSS = true, 400e6
 	c.withPartner(p)
-	host := strings.TrimPrefix(c.api, "http://")
 	page := "/v1/restaurants/demo-bistro/collections/users/records?limit=100"
-	unread := 0
-	for range 3 {
-		conn, err := dialFrom(ctx, 15, host)
-		if err != nil {
-			continue
-		}
-		defer conn.Close()
-		_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", page, host, c.bigKey)
-		if err != nil {
-			continue
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		if status, err := bufio.NewReaderSize(conn, 16).ReadString('\n'); err == nil && strings.Contains(status, " 200 ") {
-			unread++
-		}
-	}
+	unread, closeUnread := c.unreadPages(ctx, page)
+	defer closeUnread()
 	var (
-		wg                    sync.WaitGroup
-		walks, pagesRead, bad atomic.Int32
+		wg     sync.WaitGroup
+		walked walkTally
 	)
 	until := time.Now().Add(30 * time.Second)
 	for w := range 2 {
-		wg.Go(func() {
-			client := from(16+w, 60*time.Second)
-			tick := time.NewTicker(1200 * time.Millisecond)
-			defer tick.Stop()
-			for time.Now().Before(until) {
-				seen := map[string]int{}
-				cursor := ""
-				for {
-					var pg struct {
-						Data       []struct{ ID string }
-						NextCursor *string
-					}
-					path := c.api + page
-					if cursor != "" {
-						path += "&cursor=" + url.QueryEscape(cursor)
-					}
-					b, err := do(ctx, client, http.MethodGet, path, c.bigKey, nil)
-					if err == nil {
-						err = json.Unmarshal(b, &pg)
-					}
-					<-tick.C
-					if err != nil {
-						bad.Add(1)
-						break
-					}
-					pagesRead.Add(1)
-					for _, r := range pg.Data {
-						if strings.HasPrefix(r.ID, "big-") {
-							seen[r.ID]++
-						}
-					}
-					if pg.NextCursor == nil {
-						walks.Add(1)
-						for _, n := range seen {
-							if n != 1 {
-								bad.Add(1)
-							}
-						}
-						if len(seen) != bigRecords {
-							bad.Add(1)
-						}
-						break
-					}
-					cursor = *pg.NextCursor
-				}
-			}
-		})
+		wg.Go(func() { c.walkBig(ctx, from(16+w, 60*time.Second), page, until, &walked) })
 	}
-	heads := 0
 	client := from(18, 60*time.Second)
-	for range 10 {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodHead, c.api+page, nil)
-		req.Header.Set("Authorization", "Bearer "+c.bigKey)
-		if res, err := client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				heads++
-			}
-		}
-	}
+	heads := c.heads(ctx, client, page)
 	mcp := 0
 	for range 4 {
 		if c.mcpWalk(ctx, client) {
@@ -174,8 +103,9 @@ func (c config) pages() bool {
 		}
 	}
 	wg.Wait()
+	walks, pagesRead, bad := walked.walks.Load(), walked.pages.Load(), walked.bad.Load()
 	p.check(unread == 3, "3 pages asked for and not read: %d answered 200", unread)
-	p.check(walks.Load() > 0 && bad.Load() == 0, "%d whole walks in %d pages, each record once a walk: %d failures", walks.Load(), pagesRead.Load(), bad.Load())
+	p.check(walks > 0 && bad == 0, "%d whole walks in %d pages, each record once a walk: %d failures", walks, pagesRead, bad)
 	p.check(heads == 10, "10 HEADs answered 200: %d", heads)
 	p.check(mcp == 4, "4 MCP walk_records of limit 100 answered: %d", mcp)
 	return c.end(p)
@@ -191,4 +121,107 @@ func (c config) mcpWalk(ctx context.Context, client *http.Client) bool {
 	b, err := do(ctx, client, http.MethodPost, c.api+"/mcp", c.bigKey, body, "Content-Type", "application/json",
 		"Accept", "application/json, text/event-stream", "MCP-Protocol-Version", rev, "Mcp-Method", "tools/call", "Mcp-Name", "walk_records")
 	return err == nil && bytes.Contains(b, []byte(`"structuredContent"`)) && !bytes.Contains(b, []byte(`"isError":true`))
+}
+
+// unreadPages asks for page on three connections and reads only each
+// answer's status line; n is how many answered 200, and closeAll closes
+// them.
+func (c config) unreadPages(ctx context.Context, page string) (n int, closeAll func()) {
+	host := strings.TrimPrefix(c.api, "http://")
+	var conns []net.Conn
+	for range 3 {
+		conn, err := dialFrom(ctx, 15, host)
+		if err != nil {
+			continue
+		}
+		conns = append(conns, conn)
+		_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", page, host, c.bigKey)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if status, err := bufio.NewReaderSize(conn, 16).ReadString('\n'); err == nil && strings.Contains(status, " 200 ") {
+			n++
+		}
+	}
+	return n, func() {
+		for _, conn := range conns {
+			_ = conn.Close()
+		}
+	}
+}
+
+// walkTally counts what the walkers did.
+type walkTally struct{ walks, pages, bad atomic.Int32 }
+
+// walkBig walks the users records whole, again and again until until, a
+// page every 1.2 s, and counts a walk that did not return each big
+// record once as bad.
+func (c config) walkBig(ctx context.Context, client *http.Client, page string, until time.Time, t *walkTally) {
+	tick := time.NewTicker(1200 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(until) {
+		seen := map[string]int{}
+		cursor := ""
+		for {
+			var pg struct {
+				Data       []struct{ ID string }
+				NextCursor *string
+			}
+			path := c.api + page
+			if cursor != "" {
+				path += "&cursor=" + url.QueryEscape(cursor)
+			}
+			b, err := do(ctx, client, http.MethodGet, path, c.bigKey, nil)
+			if err == nil {
+				err = json.Unmarshal(b, &pg)
+			}
+			<-tick.C
+			if err != nil {
+				t.bad.Add(1)
+				break
+			}
+			t.pages.Add(1)
+			for _, r := range pg.Data {
+				if strings.HasPrefix(r.ID, "big-") {
+					seen[r.ID]++
+				}
+			}
+			if pg.NextCursor == nil {
+				t.walks.Add(1)
+				if !once(seen) {
+					t.bad.Add(1)
+				}
+				break
+			}
+			cursor = *pg.NextCursor
+		}
+	}
+}
+
+// once: every big record seen, each once.
+func once(seen map[string]int) bool {
+	for _, n := range seen {
+		if n != 1 {
+			return false
+		}
+	}
+	return len(seen) == bigRecords
+}
+
+// heads sends ten HEADs of page and returns how many answered 200.
+func (c config) heads(ctx context.Context, client *http.Client, page string) int {
+	n := 0
+	for range 10 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodHead, c.api+page, nil)
+		req.Header.Set("Authorization", "Bearer "+c.bigKey)
+		if res, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				n++
+			}
+		}
+	}
+	return n
 }
