@@ -209,6 +209,32 @@ func TestPagesBoundedByBytes(t *testing.T) {
 	require.Greater(t, pages, 5, "100 records of 1 MiB do not fit a page of 4 MiB")
 	t.Logf("the walk: %d pages, %.2f s of serve's CPU", pages, p.cpuSeconds(t)-started)
 
+	// The deliveries in receive order: each once, over pages ended by
+	// bytes.
+	changes := "/v1/restaurants/r1/delivery-changes?limit=100"
+	delivered := map[string]int{}
+	for path, n := changes, 0; ; n++ {
+		require.Less(t, n, 30)
+		var page struct {
+			Data       []struct{ ID string }
+			NextCursor *string
+		}
+		size := getJSON(t, p, key, path, &page)
+		require.Less(t, size, 4<<20+(1<<20)+(64<<10), "a page is at most FOODSAFE_MAX_PAGE_BYTES and one delivery")
+		for _, d := range page.Data {
+			delivered[d.ID]++
+		}
+		if page.NextCursor == nil {
+			require.Greater(t, n, 3, "25 deliveries of 1 MiB do not fit a page of 4 MiB")
+			break
+		}
+		path = changes + "&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	require.Len(t, delivered, 25)
+	for id, n := range delivered {
+		require.Equal(t, 1, n, "delivery %s", id)
+	}
+
 	// Three clients ask for the first page and read only its status line.
 	for range 3 {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
@@ -250,17 +276,17 @@ func TestPagesBoundedByBytes(t *testing.T) {
 	require.NotEmpty(t, walked.Data)
 	require.Less(t, len(walked.Data), 100, "the page ended by bytes")
 	require.NotNil(t, walked.NextCursor)
-	var delivered struct {
+	var listed struct {
 		Data       []json.RawMessage `json:"data"`
 		NextCursor *string           `json:"nextCursor"`
 	}
 	to := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	from := strconv.FormatInt(time.Now().Add(-48*time.Hour).UnixMilli(), 10)
 	require.NoError(t, json.Unmarshal(mcpCallRaw(t, p, key, "list_deliveries",
-		map[string]any{"restaurantId": "r1", "from": from, "to": to, "limit": 20}), &delivered))
-	require.NotEmpty(t, delivered.Data)
-	require.Less(t, len(delivered.Data), 20, "the page ended by bytes")
-	require.NotNil(t, delivered.NextCursor)
+		map[string]any{"restaurantId": "r1", "from": from, "to": to, "limit": 20}), &listed))
+	require.NotEmpty(t, listed.Data)
+	require.Less(t, len(listed.Data), 20, "the page ended by bytes")
+	require.NotNil(t, listed.NextCursor)
 
 	peak := p.peakRSS(t)
 	t.Logf("serve's peak RSS %.0f MB (after start-up %.0f MB), %.2f s of CPU in all", float64(peak)/1e6, float64(base)/1e6, p.cpuSeconds(t)-started)

@@ -107,7 +107,7 @@ func (a *API) deliveryChanges(ctx context.Context, r request) (wire.ChangesPage[
 	if err != nil {
 		return none, err
 	}
-	page, last, more, err := a.store.DeliveryChanges(ctx, restaurant, after, limit)
+	page, last, more, err := a.store.DeliveryChanges(ctx, restaurant, after, limit, a.cfg.MaxPageBytes)
 	if errors.Is(err, store.ErrAheadOfDeliveries) {
 		return none, a.cursors.Ahead(cursor.KindDeliveryChanges)
 	}

@@ -323,16 +323,21 @@ var ErrAheadOfDeliveries = errors.New("position beyond the head of the delivery 
 // after, in receive order, whatever their occurredAt. last is the position
 // of the page's last delivery (after itself when the page is empty): a
 // later call from it returns what was received since. more reports
-// whether another page follows. An empty page from a position beyond the
-// stream's head is ErrAheadOfDeliveries.
-func (s *Store) DeliveryChanges(ctx context.Context, restaurantID string, after int64, limit int) (page []wire.Delivery, last int64, more bool, err error) {
-	rows, err := s.q.DeliveryChangesPage(ctx, db.DeliveryChangesPageParams{RestaurantID: restaurantID, AfterSequence: after, MaxRows: int32(limit + 1)})
+// whether another page follows. The page also ends with the delivery whose
+// bytes reach maxBytes (0: no bound). An empty page from a position
+// beyond the stream's head is ErrAheadOfDeliveries.
+func (s *Store) DeliveryChanges(ctx context.Context, restaurantID string, after int64, limit int, maxBytes int64) (page []wire.Delivery, last int64, more bool, err error) {
+	buf := deliveryRows.Get().(*[]db.Delivery)
+	rows, cut, err := pgrows.DeliveryChangesPageInto(ctx, s.pool, db.DeliveryChangesPageParams{RestaurantID: restaurantID, AfterSequence: after,
+		MaxRows: int32(limit + 1)}, slices.Grow((*buf)[:0], limit+1), maxBytes)
+	defer putDeliveryRows(buf, rows)
 	if err != nil {
 		return nil, 0, false, translate(err)
 	}
 	if len(rows) > limit {
 		rows, more = rows[:limit], true
 	}
+	more = more || cut
 	last = after
 	if len(rows) == 0 && after > 0 {
 		head, err := s.q.StreamHead(ctx, db.StreamHeadParams{RestaurantID: restaurantID, Collection: DeliveryStream})

@@ -50,6 +50,16 @@ func DeliveryListAfterInto(ctx context.Context, conn db.DBTX, arg db.DeliveryLis
 	return scanDeliveries(rows, items, maxBytes)
 }
 
+// DeliveryChangesPageInto runs DeliveryChangesPage as DeliveryListFirstInto
+// runs DeliveryListFirst, at most maxBytes of deliveries (0: no bound).
+func DeliveryChangesPageInto(ctx context.Context, conn db.DBTX, arg db.DeliveryChangesPageParams, items []db.Delivery, maxBytes int64) (_ []db.Delivery, cut bool, _ error) {
+	rows, err := conn.Query(ctx, db.DeliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
+	if err != nil {
+		return items, false, err
+	}
+	return scanDeliveries(rows, items, maxBytes)
+}
+
 // scanDeliveries scans each row in place at the end of items, with one set
 // of scan destinations for every row, until the rows reach maxBytes (0:
 // no bound); cut reports rows left out.
