@@ -174,7 +174,10 @@ func TestProblemTypeWithoutHost(t *testing.T) {
 }
 
 // HEAD is served wherever GET is (RFC 9110 9.1): same status and headers,
-// no body, and listed in Allow.
+// no body, and listed in Allow. A read answered from data (a walk page,
+// a record, a key's restaurants) is not built for a HEAD, so its HEAD has
+// no Content-Length, as RFC 9110 9.3.2 allows; where one is sent it is
+// the GET's.
 func TestHeadWhereverGet(t *testing.T) {
 	t.Parallel()
 	a := newApp(t)
@@ -191,7 +194,9 @@ func TestHeadWhereverGet(t *testing.T) {
 		require.Equal(t, get.Status, head.Status, path)
 		require.Empty(t, head.Body, path)
 		require.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), path)
-		require.Equal(t, get.Header.Get("Content-Length"), head.Header.Get("Content-Length"), path)
+		if n := head.Header.Get("Content-Length"); n != "" || strings.HasPrefix(path, "/health/") {
+			require.Equal(t, get.Header.Get("Content-Length"), n, path)
+		}
 	}
 	// Access rules hold for HEAD as for GET.
 	head := a.do(req{Method: http.MethodHead, Path: "/v1/restaurants"})
