@@ -38,7 +38,6 @@ func rawSize(raw [][]byte) int64 {
 // more than the budget plus one row.
 type walkCut struct {
 	budget int64 // 0: no bound
-	sizes  map[int64]int64
 	kept   int64 // bytes of the rows kept
 	// last is the highest sequence a page can still hold; MaxInt64 until
 	// the rows kept reach the budget.
@@ -47,13 +46,25 @@ type walkCut struct {
 	cut bool
 }
 
-func newWalkCut(budget *int64) *walkCut {
-	c := &walkCut{last: math.MaxInt64}
+func newWalkCut(budget *int64) walkCut {
+	c := walkCut{last: math.MaxInt64}
 	if budget != nil && *budget > 0 {
 		c.budget = *budget
-		c.sizes = map[int64]int64{}
 	}
 	return c
+}
+
+// walkRowSize is what a decoded walk row counts for: its text and data,
+// its fixed-size columns (six integers and a boolean, 45 bytes in binary)
+// and RowOverhead. Computed from the row, so the rows kept need no
+// record of their sizes; never less than what the statement counts
+// (octet_length of data).
+func walkRowSize(r *db.RecordWalkPageRow) int64 {
+	n := int64(RowOverhead + 45 + len(r.RecordID) + len(r.MutationID) + len(r.Data))
+	if r.SourceVersion != nil {
+		n += int64(len(*r.SourceVersion))
+	}
+	return n
 }
 
 // skip reports whether a row at sequence seq is beyond the cut (and
@@ -66,9 +77,9 @@ func (c *walkCut) skip(seq int64) bool {
 	return true
 }
 
-// add counts the row just appended to items, of size n, and returns
+// add counts the row just appended to items (walkRowSize) and returns
 // items cut to the page when they reach the budget.
-func (c *walkCut) add(items []db.RecordWalkPageRow, n int64) []db.RecordWalkPageRow {
+func (c *walkCut) add(items []db.RecordWalkPageRow) []db.RecordWalkPageRow {
 	if c.budget == 0 {
 		return items
 	}
@@ -78,19 +89,15 @@ func (c *walkCut) add(items []db.RecordWalkPageRow, n int64) []db.RecordWalkPage
 		clear(items[len(items)-1:])
 		return items[:len(items)-1]
 	}
-	c.sizes[r.Sequence] = n
-	if c.kept += n; c.kept < c.budget {
+	if c.kept += walkRowSize(r); c.kept < c.budget {
 		return items
 	}
 	slices.SortFunc(items, func(a, b db.RecordWalkPageRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
 	var sum int64
 	for k := range items {
-		sum += c.sizes[items[k].Sequence]
+		sum += walkRowSize(&items[k])
 		if sum >= c.budget {
-			for _, d := range items[k+1:] {
-				delete(c.sizes, d.Sequence)
-				c.cut = true
-			}
+			c.cut = c.cut || k+1 < len(items)
 			clear(items[k+1:]) // the rows dropped let their data go
 			c.kept, c.last = sum, items[k].Sequence
 			return items[:k+1]

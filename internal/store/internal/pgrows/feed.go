@@ -71,7 +71,8 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 			if r.Collection == "" {
 				out[i].Deliveries, _, err = scanDeliveries(rows, nil, 0)
 			} else {
-				out[i].Walk, _, err = scanWalkRows(rows, nil, newWalkCut(nil))
+				unbounded := newWalkCut(nil)
+				out[i].Walk, _, err = scanWalkRows(rows, nil, &unbounded)
 			}
 		}
 		if err != nil && firstErr == nil {

@@ -56,7 +56,8 @@ func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRo
 	if err != nil {
 		return items, false, err
 	}
-	return scanWalkRows(rows, items, newWalkCut(maxBytes))
+	cut := newWalkCut(maxBytes)
+	return scanWalkRows(rows, items, &cut)
 }
 
 // scanWalkRows appends the rows of a walk statement's result to items,
@@ -77,14 +78,13 @@ func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) ([]
 				continue
 			}
 		}
-		size := rawSize(raw)
 		items = append(items, db.RecordWalkPageRow{})
 		i := &items[len(items)-1]
 		if decode {
 			if err := decodeWalkRow(i, rows.FieldDescriptions(), raw, &text); err != nil {
 				return items, false, err
 			}
-			items = cut.add(items, size)
+			items = cut.add(items)
 			continue
 		}
 		if dest == nil {
@@ -95,7 +95,7 @@ func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) ([]
 		if err := rows.Scan(dest...); err != nil {
 			return items, false, err
 		}
-		items = cut.add(items, size)
+		items = cut.add(items)
 	}
 	return items, cut.cut, rows.Err()
 }
