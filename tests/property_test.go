@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -188,6 +189,7 @@ func (pb *propertyRun) exchange(rt *rapid.T, o propertyOp, g given, hops int) {
 		pb.reached[id] = map[int]bool{}
 	}
 	pb.reached[id][res.Status] = true
+	pb.revalidate(rt, o, id, r, res)
 	if hops >= 2 || res.Status >= 300 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		return
 	}
@@ -197,6 +199,27 @@ func (pb *propertyRun) exchange(rt *rapid.T, o propertyOp, g given, hops int) {
 	}
 	pb.download(rt, doc)
 	pb.follow(rt, o, res.Status, doc, pathVals, query, hops)
+}
+
+// revalidate sends again, now and then, a request of an operation that
+// declares 304 whose answer carried an ETag, with If-None-Match naming it
+// as given or altered, as a client keeping the answer does.
+func (pb *propertyRun) revalidate(rt *rapid.T, o propertyOp, id string, r req, res response) {
+	tag := res.Header.Get("ETag")
+	if res.Status != http.StatusOK || tag == "" || o.op.Responses.Status(http.StatusNotModified) == nil ||
+		!rapid.Bool().Draw(rt, "revalidate") {
+		return
+	}
+	h := maps.Clone(r.Header)
+	h["If-None-Match"] = rapid.SampledFrom([]string{tag, "W/" + tag, `"0", ` + tag, `"0"`, "*"}).Draw(rt, "if-none-match")
+	again, sent := pb.send(rt, req{Method: r.Method, Path: r.Path, Header: h}, nil)
+	if !sent {
+		return
+	}
+	if again.Status >= 500 {
+		rt.Fatalf("%s %s %v: %d %s", r.Method, r.Path, h, again.Status, again.Body)
+	}
+	pb.reached[id][again.Status] = true
 }
 
 // send is app.do for the run: it sends r with body and holds the exchange

@@ -64,6 +64,8 @@ type Principal struct {
 	// streams is made on first use: at once for a cached key (Index), never
 	// for a session token that only writes.
 	streams func() *Streams
+	// tag is GrantsTag, made on first use.
+	tag func() string
 }
 
 // NewPrincipal indexes grants by restaurant, scopes sorted and unique.
@@ -108,6 +110,7 @@ func NewPrincipal(keyID int64, publicID string, grants []Grant) *Principal {
 	slices.SortFunc(sorted, func(a, b Grant) int { return strings.Compare(a.RestaurantID, b.RestaurantID) })
 	p := &Principal{KeyID: keyID, KeyPublicID: publicID, grants: m, sorted: sorted, reach: reachOf(sorted)}
 	p.streams = sync.OnceValue(func() *Streams { return streamsOf(sorted) })
+	p.tag = sync.OnceValue(func() string { return grantsTagOf(sorted) })
 	return p
 }
 

@@ -72,10 +72,15 @@ func (a *API) routes() []route {
 				"what causes it and whether to retry (spec 7). Unauthenticated and not rate limited; an unknown code is a 404.",
 			OK: openapi.Response{Schema: "ProblemType", Media: "text/html"}, Errors: []int{404}}},
 
-		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Op: op(a.restaurantsList), Doc: openapi.Op{
+		{Method: "GET", Path: "/v1/restaurants", Access: accessPartner, Op: op(a.restaurantsList), Handler: a.restaurantsListREST(), Doc: openapi.Op{
 			ID: "listRestaurants", Tag: "Restaurants", Summary: "Restaurants the key reaches",
-			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2).",
-			OK: withLinks(jsonBody("RestaurantList"),
+			Description: "Every restaurant the key holds a grant for, with its scopes; both sorted (spec 4.2). The answer " +
+				"carries an ETag that changes exactly when the list does (a grant given, changed or taken back): keep it " +
+				"with the list and send it as If-None-Match, and while nothing changed the answer is 304 Not Modified " +
+				"without a body, whatever the number of restaurants. A compressed answer's tag ends in its coding " +
+				"(-gzip, -zstd); either form is accepted.",
+			Headers: []string{"IfNoneMatch"}, Extra: []int{304},
+			OK: withLinks(openapi.Response{Schema: "RestaurantList", Headers: []string{"ETag"}},
 				openapi.Link{Name: "collections", OperationID: "listCollections", Description: "The collections the key reads at a restaurant of the list.",
 					Parameters: map[string]string{"restaurantId": openapi.FromBody("/data/0/restaurantId")}},
 				openapi.Link{Name: "deliveryChanges", OperationID: "listDeliveryChanges", Description: "The deliveries of a restaurant of the list, as received (needs deliveries:read there).",

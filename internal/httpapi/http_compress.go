@@ -47,7 +47,10 @@ func compressedTypes(contentType string) bool {
 // CPU), and zstd at its fastest, with its default 128 KiB window.
 func newCompressor() (gin.HandlerFunc, error) {
 	wrap, err := gzhttp.NewWrapper(gzhttp.MinSize(compressMinSize), gzhttp.CompressionLevel(gzip.BestSpeed),
-		gzhttp.ContentTypeFilter(compressedTypes))
+		gzhttp.ContentTypeFilter(compressedTypes),
+		// A compressed answer is other bytes than the plain one: a strong
+		// entity tag says which coding it names (GET /v1/restaurants).
+		gzhttp.SuffixETag("-gzip"))
 	if err != nil {
 		return nil, err
 	}

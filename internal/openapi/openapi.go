@@ -459,6 +459,8 @@ func parameters() openapi3.ParametersMap {
 		"expires": param("query", "expires", true, "Expiry of the signed URL, epoch milliseconds (part of the signed URL).",
 			stringSchema(timestampPattern, "Epoch milliseconds.")),
 		"signature": param("query", "signature", true, "HMAC of the URL.", stringSchema(`^[0-9a-f]{64}$`, "Signature.")),
+		"IfNoneMatch": param("header", "If-None-Match", false, "The ETag of the answer you hold (RFC 9110 13.1.2); while it is "+
+			"still current the answer is 304 without a body.", stringSchema("", "Entity tags, comma-separated, or *.")),
 		"IdempotencyKey": param("header", "Idempotency-Key", true, "Must equal the mutationId of the path and of the body.",
 			id("The mutation id.")),
 		"ReprDigest": param("header", "Repr-Digest", true, "SHA-256 of the body (RFC 9530): `sha-256=:<base64>:`. A mismatch stores nothing.",
@@ -513,8 +515,9 @@ func headers() openapi3.Headers {
 			"deleted and times without data. Nothing was applied; the record's current state is one GET away.",
 			openapi3.NewStringSchema().WithEnum("compacted")),
 		"WWW-Authenticate": header("Bearer challenge (RFC 6750).", openapi3.NewStringSchema()),
-		"ETag":             header("The file's sha256, quoted.", openapi3.NewStringSchema()),
-		"Content-Range":    header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
+		"ETag": header("The answer's entity tag: a file's sha256, quoted; on the restaurant list, the version of the key's grants "+
+			"(send it back as If-None-Match).", openapi3.NewStringSchema()),
+		"Content-Range": header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
 	}
 }
 
@@ -690,7 +693,8 @@ func addOp(doc *openapi3.T, op Op) error {
 		desc := http.StatusText(s)
 		r.Description = &desc
 		if s == http.StatusNotModified {
-			r.Content = nil
+			// No body: nothing to follow either.
+			r.Content, r.Links = nil, nil
 		}
 		o.Responses.Set(strconv.Itoa(s), &openapi3.ResponseRef{Value: r})
 	}
