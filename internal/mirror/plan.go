@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -30,10 +31,8 @@ type plan struct {
 // the collections of their read scopes (or those asked for) and their
 // deliveries. markDue then picks the streams that changed.
 func (s *Syncer) plans(ctx context.Context) ([]plan, error) {
-	var page struct {
-		Data []partnerapi.Grant `json:"data"`
-	}
-	if err := s.get(ctx, "/v1/restaurants", nil, &page); err != nil {
+	var page restaurantList
+	if err := s.restaurants(ctx, &page); err != nil {
 		return nil, err
 	}
 	reach := map[string]partnerapi.Grant{}
@@ -113,4 +112,39 @@ func tableFor(restaurant, c string, log *slog.Logger) bool {
 	}
 	log.Warn("a collection whose name cannot be a table here is skipped", "restaurant", restaurant, "collection", c)
 	return false
+}
+
+// restaurantList is the answer of GET /v1/restaurants.
+type restaurantList struct {
+	Data []partnerapi.Grant `json:"data"`
+}
+
+// restaurants reads the key's grants: GET /v1/restaurants conditional on
+// the ETag of the list the target keeps, so that while the grants are
+// unchanged the server answers 304 without a body and the kept list is
+// planned from (a key of 20,000 restaurants: a few hundred bytes instead
+// of 11 MB). A list the target cannot read back is asked for whole.
+func (s *Syncer) restaurants(ctx context.Context, out *restaurantList) error {
+	etag, kept, err := s.t.Streams.RestaurantList(ctx)
+	if err != nil {
+		return err
+	}
+	var held restaurantList
+	if etag != "" && json.Unmarshal([]byte(kept), &held) != nil {
+		etag = ""
+	}
+	tag, notModified, err := s.c.GetIfNoneMatch(ctx, "/v1/restaurants", nil, etag, out)
+	s.tally(ctx, err)
+	if err != nil {
+		return err
+	}
+	if notModified {
+		*out = held
+		return nil
+	}
+	list, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return s.t.Streams.PutRestaurantList(ctx, tag, string(list))
 }

@@ -58,13 +58,16 @@ type Stats struct {
 	Unavailable int64 `json:"unavailable"`  // 503 answers and unreachable servers
 	ServerError int64 `json:"serverErrors"` // 500 answers
 	Downloads   int64 `json:"downloads"`    // signed-URL downloads (not API requests)
+	// BodyBytes counts the API answers' bodies as read, after the
+	// transport undid any compression: at least what crossed the wire.
+	BodyBytes int64 `json:"bodyBytes"`
 }
 
 // Since is what the counters added after before.
 func (s Stats) Since(before Stats) Stats {
 	return Stats{Requests: s.Requests - before.Requests, RateLimited: s.RateLimited - before.RateLimited,
 		Unavailable: s.Unavailable - before.Unavailable, ServerError: s.ServerError - before.ServerError,
-		Downloads: s.Downloads - before.Downloads}
+		Downloads: s.Downloads - before.Downloads, BodyBytes: s.BodyBytes - before.BodyBytes}
 }
 
 // APIError is an answer the client gives up on: a problem document from
@@ -146,38 +149,55 @@ func (c *Client) count(f func(*Stats)) {
 // rules say (see Client): each attempt is paced, sent, and its answer
 // either decoded or turned into a wait before the next attempt.
 func (c *Client) Get(ctx context.Context, path string, q url.Values, out any) error {
+	_, _, err := c.get(ctx, path, q, "", out)
+	return err
+}
+
+// GetIfNoneMatch is Get conditional on an entity tag the caller kept
+// with an earlier answer (RFC 9110 13.1.2): notModified when the server
+// answers 304 (out is untouched: what was kept is current), else out
+// holds the answer and tag is its ETag ("" when it has none). An empty
+// etag makes it Get that also returns the tag.
+func (c *Client) GetIfNoneMatch(ctx context.Context, path string, q url.Values, etag string, out any) (tag string, notModified bool, err error) {
+	return c.get(ctx, path, q, etag, out)
+}
+
+func (c *Client) get(ctx context.Context, path string, q url.Values, etag string, out any) (string, bool, error) {
 	u := *c.base
 	u.Path = c.base.Path + path
 	u.RawQuery = q.Encode()
 	var tries attempts
 	for {
 		if err := c.pace(ctx); err != nil {
-			return err
+			return "", false, err
 		}
 		rid := requestID()
-		status, hdr, body, err := c.send(ctx, u.String(), rid)
+		status, hdr, body, err := c.send(ctx, u.String(), rid, etag)
 		var reason string
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return ctx.Err()
+			return "", false, ctx.Err()
 		case err != nil:
 			reason, wait, err = c.unreachable(&tries, path, rid, err)
+		case status == http.StatusNotModified && etag != "":
+			c.budget.note(hdr)
+			return etag, true, nil
 		case status == http.StatusOK:
 			c.budget.note(hdr)
 			if err := json.Unmarshal(body, out); err != nil {
-				return fmt.Errorf("GET %s: the answer is not the expected JSON: %v (requestId %s)", path, err, rid)
+				return "", false, fmt.Errorf("GET %s: the answer is not the expected JSON: %v (requestId %s)", path, err, rid)
 			}
-			return nil
+			return hdr.Get("ETag"), false, nil
 		default:
 			c.budget.note(hdr)
 			reason, wait, err = c.refused(&tries, path, rid, status, hdr, body)
 		}
 		if err != nil {
-			return err
+			return "", false, err
 		}
 		if err := c.sleep(ctx, reason, wait); err != nil {
-			return err
+			return "", false, err
 		}
 	}
 }
@@ -235,7 +255,7 @@ func (c *Client) refused(tries *attempts, path, rid string, status int, hdr http
 }
 
 // send makes one request and reads the whole answer.
-func (c *Client) send(ctx context.Context, u, rid string) (int, http.Header, []byte, error) {
+func (c *Client) send(ctx context.Context, u, rid, etag string) (int, http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, nil, nil, err
@@ -244,6 +264,9 @@ func (c *Client) send(ctx context.Context, u, rid string) (int, http.Header, []b
 	req.Header.Set("X-Request-ID", rid)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "foodsafe-sync")
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
 	c.count(func(s *Stats) { s.Requests++ })
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -251,6 +274,7 @@ func (c *Client) send(ctx context.Context, u, rid string) (int, http.Header, []b
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	c.count(func(s *Stats) { s.BodyBytes += int64(len(body)) })
 	if err != nil {
 		return 0, nil, nil, err
 	}

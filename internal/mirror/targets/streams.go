@@ -205,3 +205,35 @@ func (ss *Streams) RestartFeed(ctx context.Context) error {
 		return putFeedCursor(ctx, tx, ss.d, "")
 	})
 }
+
+// RestaurantList is the answer of GET /v1/restaurants the last run read,
+// as JSON, with its ETag ("" and "" when none is kept): a run sends the
+// tag as If-None-Match and plans from this list when the server answers
+// 304, so a refresh in which the grants did not change never downloads
+// them again.
+func (ss *Streams) RestaurantList(ctx context.Context) (etag, list string, err error) {
+	err = ss.db.QueryRowContext(ctx, `SELECT t.value, l.value FROM mirror_meta t, mirror_meta l
+		WHERE t.name = 'restaurants_etag' AND l.name = 'restaurants_list'`).Scan(&etag, &list)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	return etag, list, err
+}
+
+// PutRestaurantList keeps the restaurant list a run read and its ETag
+// (an answer without one keeps nothing: the next run asks again).
+func (ss *Streams) PutRestaurantList(ctx context.Context, etag, list string) error {
+	return ss.tx(ctx, func(tx *sql.Tx) error {
+		if etag == "" {
+			_, err := tx.ExecContext(ctx, `DELETE FROM mirror_meta WHERE name IN ('restaurants_etag', 'restaurants_list')`)
+			return err
+		}
+		for _, kv := range [][2]string{{"restaurants_etag", etag}, {"restaurants_list", list}} {
+			if _, err := tx.ExecContext(ctx, ss.d.q(`INSERT INTO mirror_meta (name, value) VALUES (?, ?)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value`), kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
