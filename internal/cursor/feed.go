@@ -3,6 +3,9 @@ package cursor
 import (
 	"time"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/metrics"
+
 	"github.com/foodsafe/foodsafe/internal/catalog"
 	"github.com/foodsafe/foodsafe/internal/ids"
 	"github.com/foodsafe/foodsafe/internal/store"
@@ -41,12 +44,16 @@ type feedPos struct {
 	// Until: when the cursors of the current stream stop working (unix
 	// seconds).
 	Until int64 `json:"u"`
+	// Since, on a feed of what changed (GET /v1/records?since=): the
+	// position of the GET /v1/changes changesCursor it started from; the
+	// feed reads, of each stream written since, what was written since.
+	Since *snapshotPos `json:"s,omitempty"`
 }
 
 // Valid reports a position the service could have issued.
 func (p *feedPos) Valid() bool {
 	switch {
-	case !p.Horizon.valid() || p.Pinned < 0 || p.After < 0 || p.Until < 0:
+	case !p.Horizon.valid() || p.Pinned < 0 || p.After < 0 || p.Until < 0 || (p.Since != nil && !p.Since.valid()):
 		return false
 	case p.Restaurant == "" && p.Stream == "":
 		return !p.Inside && p.Pinned == 0 && p.After == 0
@@ -76,6 +83,16 @@ type FeedFrom struct {
 // key's grants changed): it needs its horizon (PinRecordFeed).
 func (f FeedFrom) Fresh() bool { return f.fresh }
 
+// Since is the position a feed of what changed reads from (nil: the
+// feed of everything).
+func (f FeedFrom) Since() *store.Snapshot {
+	if f.pos.Since == nil {
+		return nil
+	}
+	s := f.pos.Since.snapshot()
+	return &s
+}
+
 // At is where the page starts in the store's terms.
 func (f FeedFrom) At() store.FeedAt {
 	at := store.FeedAt{RestaurantID: f.pos.Restaurant, Stream: f.pos.Stream}
@@ -101,6 +118,47 @@ func (i *Issuer) OpenRecordFeed(readable, raw string, given bool) (FeedFrom, err
 	return FeedFrom{pos: pos, opened: opened}, nil
 }
 
+// OpenRecordFeedSince starts a feed of what changed since the position
+// of raw, the changesCursor of a GET /v1/changes listing's last page (or
+// of a feed's last page), for a key whose readable streams have
+// fingerprint readable. Only such a cursor is taken: a nextCursor of a
+// listing stands inside it; a cursor issued before the key's grants
+// changed is refused (a stream the key gained since holds records written
+// before the position, which a feed of changes would not bring): read the
+// feed from its beginning, or list GET /v1/changes, which starts over.
+func (i *Issuer) OpenRecordFeedSince(readable, raw string) (FeedFrom, error) {
+	var cp streamChangesPos
+	opened := i.codec.Now()
+	sealed, err := i.codec.Unseal(raw)
+	if err == nil {
+		err = i.codec.Decode(sealed, string(KindStreamChanges), nil, &cp)
+	}
+	switch {
+	case err != nil || cp.Horizon != nil || cp.AfterRestaurant != "":
+		i.metrics.CursorRefused(metrics.WalkRecords, metrics.CursorMalformed)
+		return FeedFrom{}, apperr.Param("since", "is not the changesCursor of the last page of GET /v1/changes or "+
+			"GET /v1/records (garbage, truncated, altered, or a nextCursor); pass it unchanged, or read the feed without since")
+	case cp.Readable != readable:
+		i.metrics.CursorRefused(metrics.WalkRecords, metrics.CursorMismatch)
+		return FeedFrom{}, apperr.Param("since", "was issued before the key's grants changed: a stream the key gained "+
+			"holds records written before it; read the feed without since (or list GET /v1/changes, which starts over)")
+	}
+	since := cp.Since
+	return FeedFrom{pos: feedPos{Readable: readable, Since: &since}, fresh: true, opened: opened}, nil
+}
+
+// SinceAhead refuses, on the first page of a feed of what changed, a
+// position beyond now: it was issued for data that no longer exists (a
+// restore). nil for any other page.
+func (i *Issuer) SinceAhead(from FeedFrom, now store.Snapshot) error {
+	if from.pos.Since != nil && from.pos.Since.Xmax > now.Xmax {
+		i.metrics.CursorRefused(metrics.WalkRecords, metrics.CursorAhead)
+		return apperr.Param("since", "names a position this service has not reached (its data was restored or reset "+
+			"since); read the feed without since and compare each stream's head with your copy")
+	}
+	return nil
+}
+
 // PinRecordFeed fixes, on a feed's first page, where its final
 // changesCursor lists from: now, the database's horizon before the page
 // reads, so every stream written during the feed is listed by it.
@@ -112,7 +170,8 @@ func (i *Issuer) PinRecordFeed(from *FeedFrom, now store.Snapshot) {
 // position inside the stream the page started in keeps that stream's
 // lifetime; any other starts a new one.
 func (i *Issuer) SealRecordFeed(from FeedFrom, next store.FeedAt) (string, error) {
-	pos := feedPos{Readable: from.pos.Readable, Horizon: from.pos.Horizon, Restaurant: next.RestaurantID, Stream: next.Stream}
+	pos := feedPos{Readable: from.pos.Readable, Horizon: from.pos.Horizon, Restaurant: next.RestaurantID, Stream: next.Stream,
+		Since: from.pos.Since}
 	until := from.opened.Add(i.walkTTL)
 	if next.In != nil {
 		pos.Inside, pos.Pinned, pos.After = true, next.In.Pinned, next.In.After

@@ -116,9 +116,17 @@ func (a *API) routes() []route {
 				"cursor later. Pages carry nextCursor (any limit) until the last, which carries changesCursor instead: a " +
 				"GET /v1/changes cursor from the feed's start, whose listing reports every stream written while the feed " +
 				"ran. nextCursor expires like a walk's (24 hours by default after the feed started its current stream: " +
-				"start the feed again); when the key's grants change, the feed starts over from the beginning.",
-			Query: []string{"feedLimit", "cursor"}, OK: withLinks(jsonBody("RecordFeedPage"),
+				"start the feed again); when the key's grants change, the feed starts over from the beginning. " +
+				"With since (the changesCursor of the last page of this feed or of GET /v1/changes), a feed of what " +
+				"changed: only the streams GET /v1/changes lists from that position, each from its first change since " +
+				"(records, tombstones included, as a walk from the stream's changesCursor; deliveries received since), " +
+				"so a catch-up costs pages of changes, not a walk per stream. Its pages, streams and last changesCursor " +
+				"are the feed's; its nextCursor carries since. A since issued before the key's grants changed is " +
+				"refused (400): a stream the key gained holds older records; read the feed without since.",
+			Query: []string{"feedLimit", "cursor", "since"}, OK: withLinks(jsonBody("RecordFeedPage"),
 				nextPage("walkAllRecords"),
+				openapi.Link{Name: "catchUp", OperationID: "walkAllRecords", Description: "Later, from the last page: what changed since, many streams per page.",
+					Parameters: map[string]string{"since": openapi.FromBody("/changesCursor")}},
 				openapi.Link{Name: "changes", OperationID: "listChanges", Description: "On the last page: the streams written since the feed began.",
 					Parameters: map[string]string{"cursor": openapi.FromBody("/changesCursor")}},
 				openapi.Link{Name: "walkStream", OperationID: "walkRecords", Description: "Later: the changes of a collection stream the feed finished, from where the feed left it.",

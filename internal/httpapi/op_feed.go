@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
+	"github.com/foodsafe/foodsafe/internal/cursor"
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -45,11 +47,7 @@ func (a *API) recordsFeed(ctx context.Context, r request) (wire.RecordFeedPage, 
 		return none, err
 	}
 	groups, readable := readableStreams(r.principal)
-	raw, hasCursor, err := r.params.query("cursor")
-	if err != nil {
-		return none, err
-	}
-	from, err := a.cursors.OpenRecordFeed(readable, raw, hasCursor)
+	from, err := a.feedFrom(r, readable)
 	if err != nil {
 		return none, err
 	}
@@ -60,9 +58,17 @@ func (a *API) recordsFeed(ctx context.Context, r request) (wire.RecordFeedPage, 
 		if err != nil {
 			return none, err
 		}
+		if err := a.cursors.SinceAhead(from, now); err != nil {
+			return none, err
+		}
 		a.cursors.PinRecordFeed(&from, now)
 	}
-	page, err := a.store.RecordFeed(ctx, store.RecordFeedParams{Groups: groups, At: from.At(), Limit: limit, MaxBytes: recordFeedMaxBytes})
+	params := store.RecordFeedParams{Groups: groups, At: from.At(), Limit: limit, MaxBytes: recordFeedMaxBytes}
+	if since := from.Since(); since != nil {
+		params.Since = *since
+	}
+	hasCursor := !from.Fresh()
+	page, err := a.store.RecordFeed(ctx, params)
 	if err != nil {
 		return none, err
 	}
@@ -97,4 +103,26 @@ func (a *API) recordsFeed(ctx context.Context, r request) (wire.RecordFeedPage, 
 	}
 	a.metrics.WalkPage(metrics.WalkRecords, !hasCursor, len(out.Data))
 	return out, nil
+}
+
+// feedFrom is where a page of the records feed starts: its cursor, or
+// on a first page, the beginning of everything or, with since (the
+// changesCursor of a GET /v1/changes listing's or a feed's last page),
+// of what changed since that position. A cursor carries its feed's since:
+// the two are never sent together.
+func (a *API) feedFrom(r request, readable string) (cursor.FeedFrom, error) {
+	raw, hasCursor, err := r.params.query("cursor")
+	if err != nil {
+		return cursor.FeedFrom{}, err
+	}
+	since, hasSince, err := r.params.query("since")
+	switch {
+	case err != nil:
+		return cursor.FeedFrom{}, err
+	case hasSince && hasCursor:
+		return cursor.FeedFrom{}, apperr.Param("since", "is given with cursor: a nextCursor continues the feed it was issued by, since included; pass one of them")
+	case hasSince:
+		return a.cursors.OpenRecordFeedSince(readable, since)
+	}
+	return a.cursors.OpenRecordFeed(readable, raw, hasCursor)
 }

@@ -452,6 +452,8 @@ func parameters() openapi3.ParametersMap {
 		"feedLimit": {Value: &openapi3.Parameter{In: "query", Name: "limit",
 			Description: fmt.Sprintf("Items per page, %d to %d; default %d.", wire.MinLimit, wire.MaxFeedLimit, wire.DefaultFeedLimit), Schema: feedLimit.NewRef()}},
 		"cursor": param("query", "cursor", false, "The previous page's nextCursor, unchanged; bound to the other parameters. On a collection walk, also a last page's changesCursor (see the operation).", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
+		"since": param("query", "since", false, "The changesCursor of the last page of GET /v1/records or GET /v1/changes, unchanged: "+
+			"read only what changed since (see the operation).", stringSchema(`^[A-Za-z0-9_-]+$`, "Opaque cursor.")),
 		"objectKey": param("query", "objectKey", true, "The data.asset.objectKey of the file these bytes are, URL-encoded: the bytes are "+
 			"attached to that file only, and refused (409) when the record names no file or another one by the time the upload commits.",
 			&openapi3.SchemaRef{Ref: "#/components/schemas/ObjectKey"}),

@@ -67,7 +67,9 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []by
 			return err
 		}
 		p.ReceivedSequence = next.LastSequence
-		row, err = q.DeliveryInsert(ctx, p)
+		var inserted db.DeliveryInsertRow
+		inserted, err = q.DeliveryInsert(ctx, p)
+		row = deliveryOfRow(db.DeliveryGetRow(inserted))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errDeliveryExists
 		}
@@ -90,7 +92,7 @@ func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []by
 		return wire.Delivery{}, false, apperr.New(apperr.Conflict,
 			"Delivery %s already exists with different content; deliveries are immutable.", d.ID)
 	}
-	out, err := deliveryFromRow(existing)
+	out, err := deliveryFromRow(deliveryOfRow(existing))
 	return out, true, err
 }
 
@@ -107,7 +109,7 @@ func (s *Store) DeliveryGet(ctx context.Context, k DeliveryKey) (wire.Delivery, 
 	if err != nil {
 		return wire.Delivery{}, translate(err)
 	}
-	return deliveryFromRow(row)
+	return deliveryFromRow(deliveryOfRow(row))
 }
 
 // DeliveryListParams selects one page of a restaurant's deliveries.

@@ -34,6 +34,11 @@ type RecordFeedParams struct {
 	// Groups are the streams the key reads (auth.Principal.Streams).
 	Groups []StreamGroup
 	At     FeedAt
+	// Since, when not the zero Snapshot, makes the feed one of what
+	// changed (GET /v1/records?since=): the streams written by
+	// transactions it could not see, each from its first row it could not
+	// see (feedSince).
+	Since Snapshot
 	// Limit bounds the items; MaxBytes stops a page once its items'
 	// estimated JSON passes it (a page holds at least one item).
 	Limit, MaxBytes int
@@ -194,15 +199,15 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 				break
 			}
 			want := f.rem()
-			heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups,
+			heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups, Since: p.Since,
 				AfterRestaurant: listAfter.RestaurantID, AfterStream: listAfter.Stream, Limit: want})
 			if err != nil {
 				return FeedPage{}, err
 			}
 			exhausted = len(heads) <= want
 			heads = heads[:min(len(heads), want)]
-			for _, h := range heads {
-				queue = append(queue, feedStream{restaurantID: h.RestaurantID, stream: h.Stream, head: h.Head, listed: true})
+			if queue, err = s.feedQueue(ctx, p.Since, queue, heads); err != nil {
+				return FeedPage{}, err
 			}
 			if len(heads) == 0 {
 				break
@@ -219,7 +224,7 @@ func (s *Store) RecordFeed(ctx context.Context, p RecordFeedParams) (FeedPage, e
 	if !more && !exhausted {
 		// The page ended with a stream: is there one after it? (Else the
 		// next page would be an empty last page, one more request.)
-		heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups,
+		heads, err := s.StreamsChanged(ctx, StreamsChangedParams{Groups: p.Groups, Since: p.Since,
 			AfterRestaurant: f.at.RestaurantID, AfterStream: f.at.Stream, Limit: 0})
 		if err != nil {
 			return FeedPage{}, err

@@ -134,7 +134,8 @@ func (s *Store) AssetUploadCheck(ctx context.Context, k RecordKey, objectKey str
 // uploadTarget reads the record an upload is for and checks that its
 // current data names the file objectKey.
 func uploadTarget(ctx context.Context, q *db.Queries, k RecordKey, objectKey string) (db.Record, map[string]json.RawMessage, error) {
-	rec, err := q.RecordGet(ctx, k.getParams())
+	got, err := q.RecordGet(ctx, k.getParams())
+	rec := recordOfRow(got)
 	if err != nil {
 		return rec, nil, translate(err)
 	}

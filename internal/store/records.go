@@ -194,7 +194,7 @@ func (s *Store) RecordGet(ctx context.Context, k RecordKey) (wire.Envelope, erro
 	if err != nil {
 		return wire.Envelope{}, translate(err)
 	}
-	return recordVersion(r).envelope(), nil
+	return recordVersion(recordOfRow(r)).envelope(), nil
 }
 
 // WalkPos is where a walk stands: pinned at stream position Pinned, having

@@ -93,3 +93,34 @@ LIMIT sqlc.arg(max_rows);
 -- stream has not reached. collection_streams_pkey.
 SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
                  WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)), 0)::bigint AS head;
+
+-- name: StreamPositionsSeen :many
+-- Serves GET /v1/records?since=: for each given stream (restaurant_ids[i],
+-- streams[i]; a collection, or 'deliveries'), the highest position among
+-- its rows that the snapshot (xmin, xmax, xip) could see (0 when it saw
+-- none): what a feed of the changes since the snapshot reads the stream
+-- after. Writers of one stream are serialised by its collection_streams
+-- row, so the rows the snapshot could not see are the stream's last ones:
+-- each probe walks records_walk_idx (restaurant_id under "C", as it
+-- compares it) or deliveries_received_idx backwards from the stream's end
+-- and stops at the first row the snapshot saw, reading the rows written
+-- since and one more. The caller passes only streams GET /v1/changes
+-- lists as written since the snapshot, at most a page's worth.
+SELECT s.restaurant_id::text AS restaurant_id, s.stream::text AS stream,
+       COALESCE(CASE WHEN s.stream = 'deliveries' THEN
+                    (SELECT d.received_sequence FROM deliveries d
+                     WHERE d.restaurant_id COLLATE "C" = s.restaurant_id
+                       AND NOT (d.changed_xact >= sqlc.arg(xmin)::bigint
+                                AND (d.changed_xact >= sqlc.arg(xmax)::bigint OR d.changed_xact = ANY(sqlc.arg(xip)::bigint[])))
+                     ORDER BY d.restaurant_id COLLATE "C" DESC, d.received_sequence DESC
+                     LIMIT 1)
+                ELSE
+                    (SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = s.restaurant_id COLLATE "C" AND r.collection = s.stream
+                       AND NOT (r.changed_xact >= sqlc.arg(xmin)::bigint
+                                AND (r.changed_xact >= sqlc.arg(xmax)::bigint OR r.changed_xact = ANY(sqlc.arg(xip)::bigint[])))
+                     ORDER BY r.sequence DESC
+                     LIMIT 1)
+                END, 0)::bigint AS seen
+FROM (SELECT (sqlc.arg(restaurant_ids)::text[])[i] AS restaurant_id, (sqlc.arg(streams)::text[])[i] AS stream
+      FROM generate_subscripts(sqlc.arg(restaurant_ids)::text[], 1) AS i) AS s;

@@ -51,7 +51,8 @@ WITH change AS (
             captured_at     = excluded.captured_at,
             received_at     = excluded.received_at,
             source_version  = excluded.source_version,
-            payload_version = excluded.payload_version
+            payload_version = excluded.payload_version,
+            changed_xact    = excluded.changed_xact
         -- Only ever forward: a stale write can never overwrite a newer state.
         WHERE records.sequence < excluded.sequence
     RETURNING records.sequence
@@ -123,7 +124,8 @@ ON CONFLICT (restaurant_id, collection, record_id) DO UPDATE
         captured_at     = excluded.captured_at,
         received_at     = excluded.received_at,
         source_version  = excluded.source_version,
-        payload_version = excluded.payload_version
+        payload_version = excluded.payload_version,
+        changed_xact    = excluded.changed_xact
     -- Only ever forward: a stale write can never overwrite a newer state.
     WHERE records.sequence < excluded.sequence;
 

@@ -69,6 +69,78 @@ func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequence
 	return i, err
 }
 
+const StreamPositionsSeen = `-- name: StreamPositionsSeen :many
+SELECT s.restaurant_id::text AS restaurant_id, s.stream::text AS stream,
+       COALESCE(CASE WHEN s.stream = 'deliveries' THEN
+                    (SELECT d.received_sequence FROM deliveries d
+                     WHERE d.restaurant_id COLLATE "C" = s.restaurant_id
+                       AND NOT (d.changed_xact >= $1::bigint
+                                AND (d.changed_xact >= $2::bigint OR d.changed_xact = ANY($3::bigint[])))
+                     ORDER BY d.restaurant_id COLLATE "C" DESC, d.received_sequence DESC
+                     LIMIT 1)
+                ELSE
+                    (SELECT r.sequence FROM records r
+                     WHERE r.restaurant_id = s.restaurant_id COLLATE "C" AND r.collection = s.stream
+                       AND NOT (r.changed_xact >= $1::bigint
+                                AND (r.changed_xact >= $2::bigint OR r.changed_xact = ANY($3::bigint[])))
+                     ORDER BY r.sequence DESC
+                     LIMIT 1)
+                END, 0)::bigint AS seen
+FROM (SELECT ($4::text[])[i] AS restaurant_id, ($5::text[])[i] AS stream
+      FROM generate_subscripts($4::text[], 1) AS i) AS s
+`
+
+type StreamPositionsSeenParams struct {
+	Xmin          int64
+	Xmax          int64
+	Xip           []int64
+	RestaurantIds []string
+	Streams       []string
+}
+
+type StreamPositionsSeenRow struct {
+	RestaurantID string
+	Stream       string
+	Seen         int64
+}
+
+// Serves GET /v1/records?since=: for each given stream (restaurant_ids[i],
+// streams[i]; a collection, or 'deliveries'), the highest position among
+// its rows that the snapshot (xmin, xmax, xip) could see (0 when it saw
+// none): what a feed of the changes since the snapshot reads the stream
+// after. Writers of one stream are serialised by its collection_streams
+// row, so the rows the snapshot could not see are the stream's last ones:
+// each probe walks records_walk_idx (restaurant_id under "C", as it
+// compares it) or deliveries_received_idx backwards from the stream's end
+// and stops at the first row the snapshot saw, reading the rows written
+// since and one more. The caller passes only streams GET /v1/changes
+// lists as written since the snapshot, at most a page's worth.
+func (q *Queries) StreamPositionsSeen(ctx context.Context, arg StreamPositionsSeenParams) ([]StreamPositionsSeenRow, error) {
+	rows, err := q.db.Query(ctx, StreamPositionsSeen,
+		arg.Xmin,
+		arg.Xmax,
+		arg.Xip,
+		arg.RestaurantIds,
+		arg.Streams,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StreamPositionsSeenRow{}
+	for rows.Next() {
+		var i StreamPositionsSeenRow
+		if err := rows.Scan(&i.RestaurantID, &i.Stream, &i.Seen); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const StreamsChanged = `-- name: StreamsChanged :many
 SELECT s.restaurant_id::text AS restaurant_id, s.collection::text AS stream, s.last_sequence AS head
 FROM collection_streams s

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const DeliveryChangesPage = `-- name: DeliveryChangesPage :many
@@ -26,6 +27,23 @@ type DeliveryChangesPageParams struct {
 	MaxRows       int32
 }
 
+type DeliveryChangesPageRow struct {
+	RestaurantID         string
+	ID                   string
+	OccurredAt           int64
+	IsCompliant          bool
+	SupplierID           string
+	SupplierName         string
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	ContentSha256        []byte
+	ReceivedAt           time.Time
+	ReceivedSequence     int64
+}
+
 // Serves GET .../delivery-changes: the deliveries received after a
 // position of the restaurant's delivery stream, in receive order, whatever
 // their occurredAt. Positions are taken under the stream's row lock
@@ -34,15 +52,15 @@ type DeliveryChangesPageParams struct {
 // range scan stopped by LIMIT (restaurant_id under "C", as the index
 // compares it). GET /v1/records reads a restaurant's deliveries stream
 // with it, in a pipeline of several streams (db.FeedReads).
-func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPageParams) ([]Delivery, error) {
+func (q *Queries) DeliveryChangesPage(ctx context.Context, arg DeliveryChangesPageParams) ([]DeliveryChangesPageRow, error) {
 	rows, err := q.db.Query(ctx, DeliveryChangesPage, arg.RestaurantID, arg.AfterSequence, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Delivery{}
+	items := []DeliveryChangesPageRow{}
 	for rows.Next() {
-		var i Delivery
+		var i DeliveryChangesPageRow
 		if err := rows.Scan(
 			&i.RestaurantID,
 			&i.ID,
@@ -82,12 +100,29 @@ type DeliveryGetParams struct {
 	ID           string
 }
 
+type DeliveryGetRow struct {
+	RestaurantID         string
+	ID                   string
+	OccurredAt           int64
+	IsCompliant          bool
+	SupplierID           string
+	SupplierName         string
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	ContentSha256        []byte
+	ReceivedAt           time.Time
+	ReceivedSequence     int64
+}
+
 // Serves GET .../deliveries/{deliveryId}. deliveries_pkey, the only index
 // this clause can use (deliveries_list_idx compares restaurant_id under
 // "C", which it does not name), with or without statistics.
-func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Delivery, error) {
+func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error) {
 	row := q.db.QueryRow(ctx, DeliveryGet, arg.RestaurantID, arg.ID)
-	var i Delivery
+	var i DeliveryGetRow
 	err := row.Scan(
 		&i.RestaurantID,
 		&i.ID,
@@ -137,12 +172,29 @@ type DeliveryInsertParams struct {
 	ReceivedSequence     int64
 }
 
+type DeliveryInsertRow struct {
+	RestaurantID         string
+	ID                   string
+	OccurredAt           int64
+	IsCompliant          bool
+	SupplierID           string
+	SupplierName         string
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	ContentSha256        []byte
+	ReceivedAt           time.Time
+	ReceivedSequence     int64
+}
+
 // Serves PUT /v1/ingest/.../deliveries/{id}, after StreamNextSequence took
 // the restaurant's next 'deliveries' position in the same transaction.
 // Returns no row when the id exists already; the caller then rolls back
 // (the position with it) and compares contents (replay or conflict).
 // deliveries_pkey.
-func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) (Delivery, error) {
+func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) (DeliveryInsertRow, error) {
 	row := q.db.QueryRow(ctx, DeliveryInsert,
 		arg.RestaurantID,
 		arg.ID,
@@ -158,7 +210,7 @@ func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) 
 		arg.ContentSha256,
 		arg.ReceivedSequence,
 	)
-	var i Delivery
+	var i DeliveryInsertRow
 	err := row.Scan(
 		&i.RestaurantID,
 		&i.ID,
@@ -199,6 +251,23 @@ type DeliveryListAfterParams struct {
 	MaxRows         int32
 }
 
+type DeliveryListAfterRow struct {
+	RestaurantID         string
+	ID                   string
+	OccurredAt           int64
+	IsCompliant          bool
+	SupplierID           string
+	SupplierName         string
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	ContentSha256        []byte
+	ReceivedAt           time.Time
+	ReceivedSequence     int64
+}
+
 // Serves the following pages: rows strictly after the cursor position
 // (occurred_at, id) in descending order, down to from. deliveries_list_idx:
 // the row comparison is an index condition, so the scan starts at the
@@ -207,7 +276,7 @@ type DeliveryListAfterParams struct {
 // it) but is stated: on a never-analyzed table a two-sided range is
 // estimated narrow and read in index order, where the lower bound and the
 // row comparison alone were planned as a bitmap scan and a Sort.
-func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterParams) ([]Delivery, error) {
+func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterParams) ([]DeliveryListAfterRow, error) {
 	rows, err := q.db.Query(ctx, DeliveryListAfter,
 		arg.RestaurantID,
 		arg.FromMs,
@@ -219,9 +288,9 @@ func (q *Queries) DeliveryListAfter(ctx context.Context, arg DeliveryListAfterPa
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Delivery{}
+	items := []DeliveryListAfterRow{}
 	for rows.Next() {
-		var i Delivery
+		var i DeliveryListAfterRow
 		if err := rows.Scan(
 			&i.RestaurantID,
 			&i.ID,
@@ -267,11 +336,28 @@ type DeliveryListFirstParams struct {
 	MaxRows      int32
 }
 
+type DeliveryListFirstRow struct {
+	RestaurantID         string
+	ID                   string
+	OccurredAt           int64
+	IsCompliant          bool
+	SupplierID           string
+	SupplierName         string
+	TemperatureRecords   []byte
+	NonComplianceReasons []string
+	CorrectiveActions    []string
+	Commentary           *string
+	ImageCount           int64
+	ContentSha256        []byte
+	ReceivedAt           time.Time
+	ReceivedSequence     int64
+}
+
 // Serves the first page of GET .../deliveries?from&to: newest first.
 // deliveries_list_idx: one range scan over [from, to], stopped by LIMIT.
 // restaurant_id is compared under "C", the index's collation for it
 // (migration 00006), which also keeps lookups by id off this index.
-func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstParams) ([]Delivery, error) {
+func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstParams) ([]DeliveryListFirstRow, error) {
 	rows, err := q.db.Query(ctx, DeliveryListFirst,
 		arg.RestaurantID,
 		arg.FromMs,
@@ -282,9 +368,9 @@ func (q *Queries) DeliveryListFirst(ctx context.Context, arg DeliveryListFirstPa
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Delivery{}
+	items := []DeliveryListFirstRow{}
 	for rows.Next() {
-		var i Delivery
+		var i DeliveryListFirstRow
 		if err := rows.Scan(
 			&i.RestaurantID,
 			&i.ID,

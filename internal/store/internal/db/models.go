@@ -143,6 +143,8 @@ type Delivery struct {
 	ReceivedAt time.Time
 	// Position in the restaurant's delivery stream (collection_streams, collection 'deliveries'), in receive order: what the delivery changes cursor pages by, whatever occurredAt says.
 	ReceivedSequence int64
+	// The transaction that received this delivery (pg_current_xact_id), or, for one older than migration 00038, that migration's. GET /v1/records?since= reads the deliveries that a position could not see (StreamPositionsSeen).
+	ChangedXact int64
 }
 
 // Verified delivery photographs; listed by delivery in image_id order (the primary key). Immutable per image id.
@@ -197,6 +199,8 @@ type Record struct {
 	ReceivedAt     int64
 	SourceVersion  *string
 	PayloadVersion int32
+	// The transaction that wrote this version (pg_current_xact_id), or, for a row older than migration 00038, that migration's. GET /v1/records?since= reads a stream's rows that a position could not see (StreamPositionsSeen).
+	ChangedXact int64
 }
 
 // Append-only log of accepted mutations per stream. superseded_by is set when a newer change of the same record arrives. Versions superseded longer ago than the cursor lifetime are only needed for replays of old mutation ids.

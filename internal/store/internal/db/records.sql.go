@@ -43,7 +43,8 @@ WITH change AS (
             captured_at     = excluded.captured_at,
             received_at     = excluded.received_at,
             source_version  = excluded.source_version,
-            payload_version = excluded.payload_version
+            payload_version = excluded.payload_version,
+            changed_xact    = excluded.changed_xact
         -- Only ever forward: a stale write can never overwrite a newer state.
         WHERE records.sequence < excluded.sequence
     RETURNING records.sequence
@@ -231,13 +232,27 @@ type RecordGetParams struct {
 	RecordID     string
 }
 
+type RecordGetRow struct {
+	RestaurantID   string
+	Collection     string
+	RecordID       string
+	Sequence       int64
+	MutationID     string
+	Deleted        bool
+	Data           []byte
+	CapturedAt     int64
+	ReceivedAt     int64
+	SourceVersion  *string
+	PayloadVersion int32
+}
+
 // Serves GET .../records/{recordId}: the current state, tombstones
 // included. records_pkey, the only index this clause can use
 // (records_walk_idx compares restaurant_id under "C", which it does not
 // name), so the plan holds on a never-analyzed table.
-func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (Record, error) {
+func (q *Queries) RecordGet(ctx context.Context, arg RecordGetParams) (RecordGetRow, error) {
 	row := q.db.QueryRow(ctx, RecordGet, arg.RestaurantID, arg.Collection, arg.RecordID)
-	var i Record
+	var i RecordGetRow
 	err := row.Scan(
 		&i.RestaurantID,
 		&i.Collection,
@@ -309,7 +324,8 @@ ON CONFLICT (restaurant_id, collection, record_id) DO UPDATE
         captured_at     = excluded.captured_at,
         received_at     = excluded.received_at,
         source_version  = excluded.source_version,
-        payload_version = excluded.payload_version
+        payload_version = excluded.payload_version,
+        changed_xact    = excluded.changed_xact
     -- Only ever forward: a stale write can never overwrite a newer state.
     WHERE records.sequence < excluded.sequence
 `
