@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/mirror/partnerapi"
@@ -53,8 +54,8 @@ func (s feedReader) firstListing(ctx context.Context, r *pass, rebuild bool) (bo
 	if err != nil {
 		return false, err
 	}
-	if cursor == "" && position != "" && !rebuild {
-		return false, nil
+	if cursor == "" && position != "" && !rebuild || strings.HasPrefix(cursor, catchUpMark) {
+		return false, nil // nothing to read, or a catch-up under way (catchUpReader)
 	}
 	return s.read(ctx, r, cursor)
 }
@@ -89,7 +90,7 @@ func (s feedReader) read(ctx context.Context, r *pass, cursor string) (bool, err
 		default:
 			return false, err
 		}
-		if err := s.applyPage(ctx, r, page); err != nil {
+		if err := s.applyPage(ctx, r, page, false); err != nil {
 			return false, err
 		}
 		if page.NextCursor == nil {
@@ -138,23 +139,28 @@ type feedApply struct {
 	ended  []partnerapi.FeedStream
 	heads  []int64                                    // per ended stream
 	states map[targets.StreamKey]*targets.StreamState // every stream the page touches, as it will be
+	// changes: a page of a feed of what changed (catchUpReader): its
+	// items are applied as a changes walk's, each stream ended keeps its
+	// rows, and the feed's cursor is kept marked as a catch-up's.
+	changes bool
 }
 
 // applyPage applies one page: every stream it touches is made sure
 // of (tables, state) first; then, in one transaction, its items, the
-// streams it ends and the feed's position.
-func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.FeedPage) error {
+// streams it ends and the feed's position. changes: a page of a feed of
+// what changed.
+func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.FeedPage, changes bool) error {
 	if page.NextCursor == nil && (page.ChangesCursor == nil || *page.ChangesCursor == "") {
 		return fmt.Errorf("the last page of GET /v1/records carries no changesCursor")
 	}
-	a, err := s.prepare(ctx, page)
+	a, err := s.prepare(ctx, page, changes)
 	if err != nil {
 		return err
 	}
 	inserted := map[targets.StreamKey]int64{}
 	err = s.t.Update(ctx, func(p *targets.Page) error {
 		for i, run := range a.runs {
-			n, err := s.applyRun(ctx, p, run, a.recs[i], a.ds[i], a.states[run.key])
+			n, err := s.applyRun(ctx, p, run, a.recs[i], a.ds[i], a.states[run.key], !a.changes)
 			if err != nil {
 				return err
 			}
@@ -164,7 +170,7 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 		for i, e := range a.ended {
 			k := targets.StreamKey{Restaurant: e.RestaurantID, Stream: e.Stream}
 			ended[k] = true
-			if err := s.end(ctx, p, e, a.heads[i], a.states[k]); err != nil {
+			if err := s.end(ctx, p, e, a.heads[i], a.states[k], a.changes); err != nil {
 				return err
 			}
 		}
@@ -176,7 +182,7 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 				return err
 			}
 		}
-		return s.putPosition(ctx, p, page)
+		return s.putPosition(ctx, p, page, changes)
 	})
 	if err != nil {
 		return fmt.Errorf("applying a page of GET /v1/records to %s: %w", s.t.Where, err)
@@ -188,8 +194,8 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 // prepare decodes a page's items, makes sure of the tables of
 // its collections (each in its own transaction, before the page's), and
 // reads the state of every stream it touches, begun as the feed's.
-func (s feedReader) prepare(ctx context.Context, page partnerapi.FeedPage) (*feedApply, error) {
-	a := &feedApply{runs: runsOf(page.Data), states: map[targets.StreamKey]*targets.StreamState{}}
+func (s feedReader) prepare(ctx context.Context, page partnerapi.FeedPage, changes bool) (*feedApply, error) {
+	a := &feedApply{runs: runsOf(page.Data), states: map[targets.StreamKey]*targets.StreamState{}, changes: changes}
 	for _, run := range a.runs {
 		recs, ds, err := s.decodeRun(run)
 		if err != nil {
@@ -259,7 +265,7 @@ func (s feedReader) begin(ctx context.Context, a *feedApply, k targets.StreamKey
 	if err != nil {
 		return err
 	}
-	if st.WalkKind != targets.FeedKind && st.WalkKind != targets.FeedNewKind {
+	if !a.changes && st.WalkKind != targets.FeedKind && st.WalkKind != targets.FeedNewKind {
 		// A stream that holds nothing here has nothing to drop when it ends.
 		kind := targets.FeedNewKind
 		if st.ChangesCursor != "" || st.WalkCursor != "" || st.Applied > 0 {
@@ -275,7 +281,7 @@ func (s feedReader) begin(ctx context.Context, a *feedApply, k targets.StreamKey
 // applyRun writes a run of one stream's items with the page and returns
 // how many it wrote (deliveries: how many were new); the stream's state
 // is written once for the page, by applyPage.
-func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, recs []targets.Record, ds []targets.Delivery, st *targets.StreamState) (int64, error) {
+func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, recs []targets.Record, ds []targets.Delivery, st *targets.StreamState, rebuild bool) (int64, error) {
 	st.Pages++
 	st.LastError = ""
 	if run.key.Stream == "deliveries" {
@@ -285,8 +291,9 @@ func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, 
 		return n, err
 	}
 	// As a rebuild: the feed's answer replaces the copy, every row
-	// carrying the stream's new generation.
-	if err := p.ApplyRecords(ctx, run.key.Restaurant, run.key.Stream, recs, s.o.Tombstones, st.WalkGen, true); err != nil {
+	// carrying the stream's new generation. (A feed of what changed
+	// applies its records as a changes walk: the newer sequence wins.)
+	if err := p.ApplyRecords(ctx, run.key.Restaurant, run.key.Stream, recs, s.o.Tombstones, st.WalkGen, rebuild); err != nil {
 		return 0, err
 	}
 	st.Applied += int64(len(recs))
@@ -297,7 +304,17 @@ func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, 
 // feed did not bring are dropped (a collection), and it keeps the changes
 // cursor and head a walk would have ended at, so later runs walk it from
 // there.
-func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedStream, head int64, st *targets.StreamState) error {
+func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedStream, head int64, st *targets.StreamState, changes bool) error {
+	if changes {
+		// A walk under way (a rebuild, an earlier run's) goes on from
+		// where it stands; the stream's changes cursor is the feed's.
+		now := time.Now().UnixMilli()
+		st.ChangesCursor, st.LastSyncedAt, st.LastError = e.ChangesCursor, &now, ""
+		if err := p.PutState(ctx, e.RestaurantID, e.Stream, *st); err != nil {
+			return err
+		}
+		return p.PutHead(ctx, e.RestaurantID, e.Stream, head)
+	}
 	if e.Stream != "deliveries" && st.WalkKind == targets.FeedKind {
 		dropped, err := p.DropStale(ctx, e.RestaurantID, e.Stream, st.WalkGen)
 		if err != nil {
@@ -318,7 +335,10 @@ func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedS
 // putPosition keeps, with the page, where the feed goes on: its next
 // cursor, or after its last page no feed under way and the changes
 // position it ends at.
-func (s feedReader) putPosition(ctx context.Context, p *targets.Page, page partnerapi.FeedPage) error {
+func (s feedReader) putPosition(ctx context.Context, p *targets.Page, page partnerapi.FeedPage, changes bool) error {
+	if page.NextCursor != nil && changes {
+		return p.PutFeedCursor(ctx, catchUpMark+*page.NextCursor)
+	}
 	if page.NextCursor != nil {
 		return p.PutFeedCursor(ctx, *page.NextCursor)
 	}

@@ -38,6 +38,7 @@ type Syncer struct {
 	changes lister
 	walks   walker
 	feed    feedReader
+	catchUp catchUpReader
 	files   fetcher
 }
 
@@ -50,7 +51,7 @@ func NewSyncer(c *partnerapi.Client, t *targets.Target, o Options, log *slog.Log
 		p = nopProgress{}
 	}
 	s := &session{c: c, t: t, o: o, log: log, prog: p}
-	return &Syncer{session: s, changes: lister{s}, walks: walker{s}, feed: feedReader{s}, files: fetcher{s}}
+	return &Syncer{session: s, changes: lister{s}, walks: walker{s}, feed: feedReader{s}, catchUp: catchUpReader{s}, files: fetcher{s}}
 }
 
 // Summary is what one run did.
@@ -166,6 +167,10 @@ func (s *Syncer) run(ctx context.Context) (Summary, error) {
 func (s *Syncer) position(ctx context.Context, r *pass) (string, bool, error) {
 	if _, err := s.feed.firstListing(ctx, r, false); err != nil {
 		return "", false, err
+	}
+	if done, position, err := s.catchUp.read(ctx, r); err != nil || done {
+		r.listed = caughtUp()
+		return position, false, err
 	}
 	listed, position, force, err := s.changes.list(ctx, s.o.feedApplies())
 	if errors.Is(err, errPositionRefused) {
