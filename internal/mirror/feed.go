@@ -138,7 +138,8 @@ type feedApply struct {
 	ds     [][]targets.Delivery // per run of deliveries
 	ended  []partnerapi.FeedStream
 	heads  []int64                                    // per ended stream
-	states map[targets.StreamKey]*targets.StreamState // every stream the page touches, as it will be
+	states map[targets.StreamKey]*targets.StreamState // every stream the page touches, as it will be (load)
+	keys   []targets.StreamKey                        // the same, in the page's order
 	// changes: a page of a feed of what changed (catchUpReader): its
 	// items are applied as a changes walk's, each stream ended keeps its
 	// rows, and the feed's cursor is kept marked as a catch-up's.
@@ -159,6 +160,9 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 	}
 	inserted := map[targets.StreamKey]int64{}
 	err = s.t.Update(ctx, func(p *targets.Page) error {
+		if err := s.load(ctx, p, a); err != nil {
+			return err
+		}
 		for i, run := range a.runs {
 			n, err := s.applyRun(ctx, p, run, a.recs[i], a.ds[i], a.states[run.key], !a.changes)
 			if err != nil {
@@ -166,21 +170,23 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 			}
 			inserted[run.key] += n
 		}
-		ended := map[targets.StreamKey]bool{}
+		heads := make(map[targets.StreamKey]int64, len(a.ended))
 		for i, e := range a.ended {
 			k := targets.StreamKey{Restaurant: e.RestaurantID, Stream: e.Stream}
-			ended[k] = true
-			if err := s.end(ctx, p, e, a.heads[i], a.states[k], a.changes); err != nil {
+			heads[k] = a.heads[i]
+			if err := s.end(ctx, p, e, a.states[k], a.changes); err != nil {
 				return err
 			}
 		}
+		states := make(map[targets.StreamKey]targets.StreamState, len(a.states))
 		for k, st := range a.states {
-			if ended[k] {
-				continue
-			}
-			if err := p.PutState(ctx, k.Restaurant, k.Stream, *st); err != nil {
-				return err
-			}
+			states[k] = *st
+		}
+		if err := p.PutStates(ctx, states); err != nil {
+			return err
+		}
+		if err := p.PutHeads(ctx, heads); err != nil {
+			return err
 		}
 		return s.putPosition(ctx, p, page, changes)
 	})
@@ -248,10 +254,8 @@ func (s feedReader) decodeRun(run feedRun) ([]targets.Record, []targets.Delivery
 	return recs, nil, err
 }
 
-// begin reads a stream's state into a.states once per page and,
-// if the feed under way has not begun it yet, begins it: a new walk
-// generation for its rows, and any walk of it under way superseded. A
-// collection's table is made sure of first.
+// begin notes a stream the page touches, once, making sure of a
+// collection's table first (in its own transaction, before the page's).
 func (s feedReader) begin(ctx context.Context, a *feedApply, k targets.StreamKey) error {
 	if _, ok := a.states[k]; ok {
 		return nil
@@ -261,20 +265,34 @@ func (s feedReader) begin(ctx context.Context, a *feedApply, k targets.StreamKey
 			return err
 		}
 	}
-	st, err := s.t.Streams.State(ctx, k.Restaurant, k.Stream)
+	a.states[k] = nil
+	a.keys = append(a.keys, k)
+	return nil
+}
+
+// load reads, with the page and in one statement, the state of every
+// stream it touches into a.states and, for a stream the feed under way
+// has not begun yet, begins it: a new walk generation for its rows, and
+// any walk of it under way superseded (a feed of what changed begins
+// nothing: its items are a changes walk's).
+func (s feedReader) load(ctx context.Context, p *targets.Page, a *feedApply) error {
+	held, err := p.States(ctx, a.keys)
 	if err != nil {
 		return err
 	}
-	if !a.changes && st.WalkKind != targets.FeedKind && st.WalkKind != targets.FeedNewKind {
-		// A stream that holds nothing here has nothing to drop when it ends.
-		kind := targets.FeedNewKind
-		if st.ChangesCursor != "" || st.WalkCursor != "" || st.Applied > 0 {
-			kind = targets.FeedKind
+	for _, k := range a.keys {
+		st := held[k]
+		if !a.changes && st.WalkKind != targets.FeedKind && st.WalkKind != targets.FeedNewKind {
+			// A stream that holds nothing here has nothing to drop when it ends.
+			kind := targets.FeedNewKind
+			if st.ChangesCursor != "" || st.WalkCursor != "" || st.Applied > 0 {
+				kind = targets.FeedKind
+			}
+			st.WalkGen++
+			st.WalkKind, st.WalkCursor = kind, ""
 		}
-		st.WalkGen++
-		st.WalkKind, st.WalkCursor = kind, ""
+		a.states[k] = &st
 	}
-	a.states[k] = &st
 	return nil
 }
 
@@ -301,19 +319,17 @@ func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, 
 }
 
 // end ends a stream the feed finished, with the page: its rows the
-// feed did not bring are dropped (a collection), and it keeps the changes
-// cursor and head a walk would have ended at, so later runs walk it from
-// there.
-func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedStream, head int64, st *targets.StreamState, changes bool) error {
+// feed did not bring are dropped (a collection), and its state keeps the
+// changes cursor a walk would have ended at, so later runs walk it from
+// there (applyPage writes the states and the heads of the page's
+// streams, a statement for all).
+func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedStream, st *targets.StreamState, changes bool) error {
 	if changes {
 		// A walk under way (a rebuild, an earlier run's) goes on from
 		// where it stands; the stream's changes cursor is the feed's.
 		now := time.Now().UnixMilli()
 		st.ChangesCursor, st.LastSyncedAt, st.LastError = e.ChangesCursor, &now, ""
-		if err := p.PutState(ctx, e.RestaurantID, e.Stream, *st); err != nil {
-			return err
-		}
-		return p.PutHead(ctx, e.RestaurantID, e.Stream, head)
+		return nil
 	}
 	if e.Stream != "deliveries" && st.WalkKind == targets.FeedKind {
 		dropped, err := p.DropStale(ctx, e.RestaurantID, e.Stream, st.WalkGen)
@@ -326,10 +342,7 @@ func (s feedReader) end(ctx context.Context, p *targets.Page, e partnerapi.FeedS
 	}
 	now := time.Now().UnixMilli()
 	st.ChangesCursor, st.WalkCursor, st.WalkKind, st.LastSyncedAt, st.LastError = e.ChangesCursor, "", "", &now, ""
-	if err := p.PutState(ctx, e.RestaurantID, e.Stream, *st); err != nil {
-		return err
-	}
-	return p.PutHead(ctx, e.RestaurantID, e.Stream, head)
+	return nil
 }
 
 // putPosition keeps, with the page, where the feed goes on: its next

@@ -211,20 +211,31 @@ type Delivery struct {
 	Data         []byte
 }
 
-// ApplyDeliveries inserts a page of deliveries, and their typed rows in
-// the same transaction; they are immutable, so a known id is left as it
-// is (deduplication on id).
+// ApplyDeliveries inserts a page of deliveries in one statement (per
+// statesChunk of them), and their typed rows in the same transaction;
+// they are immutable, so a known id is left as it is (deduplication on
+// id).
 func (p *Page) ApplyDeliveries(ctx context.Context, restaurantID string, ds []Delivery) (int64, error) {
-	ins := p.t.d.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (restaurant_id, id) DO NOTHING`)
 	var inserted []typed.Input
-	for _, d := range ds {
-		res, err := p.tx.ExecContext(ctx, ins, restaurantID, d.ID, d.OccurredAt, d.IsCompliant, d.SupplierID, d.SupplierName, d.ImageCount, string(d.Data))
+	for start := 0; start < len(ds); start += statesChunk {
+		chunk := ds[start:min(len(ds), start+statesChunk)]
+		args := make([]any, 0, 8*len(chunk))
+		byID := make(map[string]Delivery, len(chunk))
+		for _, d := range chunk {
+			args = append(args, restaurantID, d.ID, d.OccurredAt, d.IsCompliant, d.SupplierID, d.SupplierName, d.ImageCount, string(d.Data))
+			byID[d.ID] = d
+		}
+		rows, err := p.tx.QueryContext(ctx, p.t.d.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
+			VALUES `+rowsOf("(?, ?, ?, ?, ?, ?, ?, ?)", len(chunk))+` ON CONFLICT (restaurant_id, id) DO NOTHING RETURNING id`), args...)
 		if err != nil {
 			return int64(len(inserted)), err
 		}
-		if k, _ := res.RowsAffected(); k > 0 {
-			inserted = append(inserted, typed.Input{ID: d.ID, Data: d.Data})
+		ids, err := scanStrings(rows)
+		if err != nil {
+			return int64(len(inserted)), err
+		}
+		for _, id := range ids {
+			inserted = append(inserted, typed.Input{ID: id, Data: byID[id].Data})
 		}
 	}
 	// Only deliveries new here have typed rows to write, and none yet.
