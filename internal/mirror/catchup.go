@@ -72,7 +72,7 @@ func (s catchUpReader) read(ctx context.Context, r *pass) (bool, string, error) 
 		default:
 			return false, "", err
 		}
-		if err := (feedReader{s.session}).applyPage(ctx, r, page, true); err != nil {
+		if err := feedReader(s).applyPage(ctx, r, page, true); err != nil {
 			return false, "", err
 		}
 		if page.NextCursor == nil {

@@ -25,11 +25,6 @@ func (p *Page) PutState(ctx context.Context, restaurantID, stream string, s Stre
 	return putState(ctx, p.tx, p.t.d, restaurantID, stream, s)
 }
 
-// PutHead records with the page that a stream is mirrored up to head.
-func (p *Page) PutHead(ctx context.Context, restaurantID, stream string, head int64) error {
-	return putHead(ctx, p.tx, p.t.d, restaurantID, stream, head)
-}
-
 // PutFeedCursor keeps the key-wide feed's cursor with the page it follows
 // ("" removes it: the listing is over, or starts over).
 func (p *Page) PutFeedCursor(ctx context.Context, cursor string) error {
