@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
@@ -12,6 +13,14 @@ import (
 // position could see: its records (tombstones included) and deliveries
 // written since, pinned at the head listed. A catch-up then costs pages
 // of what changed, not a walk per changed stream.
+
+// ErrSinceUnsupported: this deployment does not offer the feed of what
+// changed. On Citus, StreamPositionsSeen's probes (correlated subqueries
+// of the distributed records and deliveries) are not planned, and their
+// rows' writers are the workers' transactions, which no listing's
+// position names; a client lists GET /v1/changes instead.
+var ErrSinceUnsupported = apperr.Param("since", "is not offered by this deployment; list GET /v1/changes from the same "+
+	"changesCursor and walk the streams that changed")
 
 // feedQueue appends the streams a page listed to queue: from their start
 // on a feed of everything, else each from the position its rows seen by
@@ -23,6 +32,12 @@ func (s *Store) feedQueue(ctx context.Context, since Snapshot, queue []feedStrea
 			queue = append(queue, feedStream{restaurantID: h.RestaurantID, stream: h.Stream, head: h.Head, listed: true})
 		}
 		return queue, nil
+	}
+	if citus, err := s.onCitus(ctx, s.q); err != nil || citus {
+		if err == nil {
+			err = ErrSinceUnsupported
+		}
+		return nil, err
 	}
 	seen, err := s.streamPositionsSeen(ctx, since, heads)
 	if err != nil {
