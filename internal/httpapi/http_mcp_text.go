@@ -88,9 +88,15 @@ func writeFeed(b *strings.Builder, tool string, v wire.RecordFeedPage) {
 		fmt.Fprintf(b, "\nStream %s %s complete at head %d; to get only what changes in it from now on, call %s later with cursor %q.",
 			s.RestaurantID, s.Stream, int64(s.Head), streamTool(s.Stream), s.ChangesCursor)
 	}
-	writeNext(b, tool, v.NextCursor)
+	if v.NextCursor != nil {
+		// A nextCursor carries the feed's since, and the two are
+		// refused together.
+		fmt.Fprintf(b, "\nMore: call %s again with the same limit and cursor %q, without since.", tool, *v.NextCursor)
+	} else {
+		writeNext(b, tool, nil)
+	}
 	if v.ChangesCursor != nil {
-		fmt.Fprintf(b, "\nTo learn which streams changed while and since the feed ran, call list_changes with cursor %q (it never expires).", *v.ChangesCursor)
+		fmt.Fprintf(b, "\nFor what changed while and since the feed ran, call walk_all_records later with since %q (or list_changes with it as cursor; it never expires).", *v.ChangesCursor)
 	}
 }
 

@@ -61,7 +61,8 @@ type deliveryChangesArgs struct {
 
 type feedArgs struct {
 	Limit  *int   `json:"limit,omitempty" jsonschema:"Items per page, {feed-limit-range}; any limit on any page."`
-	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged; absent or empty to start the feed."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The previous page's nextCursor, unchanged (it carries since: send it alone); absent or empty to start the feed."`
+	Since  string `json:"since,omitempty" jsonschema:"On a first page only: the changesCursor of a last page of walk_all_records or list_changes, unchanged, to get only what changed since; absent or empty for every record."`
 }
 
 type deliveryArgs struct {
@@ -169,10 +170,11 @@ func mcpToolTable() []mcpTool {
 			description: "The records of every collection this key reads at every restaurant, and the deliveries where it " +
 				"reads them, many streams per call: stream after stream (restaurantId, then stream), each collection's " +
 				"records as walk_records returns them (tombstones included), each restaurant's deliveries as " +
-				"list_delivery_changes does. Each item says its restaurantId and stream. " + paging + "streams lists each " +
+				"list_delivery_changes does. Each item says its restaurantId and stream. " + paging + "With since, page with " +
+				"cursor alone: nextCursor carries since, and the two together are refused. streams lists each " +
 				"stream once, when its last item has come, with its changesCursor: walk_records (or list_delivery_changes) " +
-				"from it later returns only what changed since. The last page carries changesCursor, a list_changes " +
-				"cursor that lists every stream written while the feed ran. nextCursor expires (24 hours after the feed " +
+				"from it later returns only what changed since. The last page carries changesCursor: call again later " +
+				"with since set to it for only what changed since, many streams per call (or list_changes with it). nextCursor expires (24 hours after the feed " +
 				"started its current stream by default; then start again). For one restaurant or collection, walk_records " +
 				"is the tool. " + emptyCaveat},
 		{name: "list_delivery_changes", title: "Deliveries as received", route: "listDeliveryChanges", group: groupDeliveries,
@@ -282,7 +284,7 @@ func inputSchema(t reflect.Type, maxLimit int) (*jsonschema.Schema, error) {
 			p.Enum = collections
 		case "restaurantId", "deliveryId", "recordId":
 			p.Pattern = ids.Pattern
-		case "cursor":
+		case "cursor", "since":
 			p.Pattern = `^[A-Za-z0-9_-]*$`
 		}
 	}
@@ -495,14 +497,15 @@ func (t *mcpTool) argList() string {
 }
 
 // argParams are a tool call's arguments as operation parameters. An empty
-// cursor is no cursor: models often send "" for "first page".
+// cursor or since is none: models often send "" for "first page" (or
+// "from the beginning"); any other value is the operation's to judge.
 type argParams map[string]string
 
 func (p argParams) path(name string) string { return p[name] }
 
 func (p argParams) query(name string) (string, bool, error) {
 	v, ok := p[name]
-	if name == "cursor" && v == "" {
+	if (name == "cursor" || name == "since") && v == "" {
 		ok = false
 	}
 	return v, ok, nil
