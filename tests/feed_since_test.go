@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,123 @@ func TestRecordFeedSince(t *testing.T) {
 	refuse("twice", "since="+url.QueryEscape(listed)+"&since="+url.QueryEscape(listed), "at most once")
 	require.NoError(t, a.store().KeyGrant(context.Background(), publicID(t, key), []auth.Grant{grant("r2", "cooling:read")}))
 	refuse("issued before a grant", "since="+url.QueryEscape(listed), "grants changed")
+}
+
+// sinceWalk is a feed of what changed read to its last page by one
+// face: its items, its streams (without their cursors, sealed anew at
+// each answer) and the changesCursor of its last page.
+type sinceWalk struct {
+	items   []feedItemDoc
+	streams []feedStreamDoc
+	changes string
+}
+
+func (w *sinceWalk) add(t testing.TB, p feedPageDoc) {
+	w.items = append(w.items, canonicalItems(t, p.Data)...)
+	for _, s := range p.Streams {
+		require.NotEmpty(t, s.ChangesCursor)
+		s.ChangesCursor = ""
+		w.streams = append(w.streams, s)
+	}
+	if p.NextCursor == nil {
+		require.NotNil(t, p.ChangesCursor, "the last page carries changesCursor")
+		w.changes = *p.ChangesCursor
+	}
+}
+
+// walk_all_records takes since as GET /v1/records does, through its
+// operation: from the same position it brings exactly the items and
+// streams REST brings, paged by its nextCursor (sent alone, or taken on
+// from a REST page), and its last page's changesCursor brings nothing
+// more; an empty since is none (the whole feed). Refused as tool errors
+// saying what REST's problems say, echoing neither the value nor the
+// key: garbage, a nextCursor, since with cursor, and a position issued
+// before the key's grants changed.
+func TestRecordFeedSinceOverMCP(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1", "r2")
+	key := a.newKey(grant("r1", "areas:write", "areas:read", "products:write", "products:read", catalog.DeliveriesRead, "deliveries:write"),
+		grant("r2", "areas:write", "areas:read"))
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		a.put(key, "r1", "areas", id, "m-"+id, area(id))
+	}
+	a.put(key, "r2", "areas", "b1", "m-b1", area("b1"))
+	a.put(key, "r1", "products", "p1", "m-p1", map[string]any{"name": "Flour", "isDeleted": false})
+	a.putDelivery(key, "r1", "d1", time.Now())
+	position := a.readFeed(key, "", 500).changes
+	a.put(key, "r1", "areas", "a1", "m-a1-2", area("a1 again"))
+	a.tombstone(key, "r1", "areas", "a3", "m-a3-gone")
+	a.put(key, "r1", "areas", "a9", "m-a9", area("a9"))
+	a.put(key, "r2", "areas", "b2", "m-b2", area("b2"))
+	a.putDelivery(key, "r1", "d2", time.Now().Add(-72*time.Hour))
+
+	s := a.mcpConnect(t, key, rev2026)
+	mcpPage := func(args map[string]any) feedPageDoc {
+		t.Helper()
+		var p feedPageDoc
+		require.NoError(t, json.Unmarshal(s.ok("walk_all_records", args), &p))
+		return p
+	}
+	restPage := func(q url.Values) feedPageDoc {
+		t.Helper()
+		var p feedPageDoc
+		require.NoError(t, json.Unmarshal(a.restBody(key, "/v1/records?"+q.Encode()), &p))
+		return p
+	}
+	for _, limit := range []int{1, 2, 500} {
+		var rest, viaMCP, mixed sinceWalk
+		p := restPage(url.Values{"since": {position}, "limit": {strconv.Itoa(limit)}})
+		m := mcpPage(map[string]any{"since": position, "limit": limit})
+		// Mixed: a REST first page, continued over MCP.
+		x := p
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 100)
+			rest.add(t, p)
+			viaMCP.add(t, m)
+			mixed.add(t, x)
+			if p.NextCursor == nil || m.NextCursor == nil || x.NextCursor == nil {
+				require.True(t, p.NextCursor == nil && m.NextCursor == nil && x.NextCursor == nil, "the faces end on the same page")
+				break
+			}
+			p = restPage(url.Values{"cursor": {*p.NextCursor}, "limit": {strconv.Itoa(limit)}})
+			m = mcpPage(map[string]any{"cursor": *m.NextCursor, "limit": limit})
+			x = mcpPage(map[string]any{"cursor": *x.NextCursor, "limit": limit})
+		}
+		require.Len(t, rest.items, 5, "a1, -a3, a9, d2, b2 (limit %d)", limit)
+		require.Equal(t, rest.items, viaMCP.items, "walk_all_records since= brings what GET /v1/records?since= does (limit %d)", limit)
+		require.Equal(t, rest.streams, viaMCP.streams, "limit %d", limit)
+		require.Equal(t, rest.items, mixed.items, "a REST nextCursor goes on over MCP (limit %d)", limit)
+		again := mcpPage(map[string]any{"since": viaMCP.changes})
+		require.Empty(t, again.Data, "nothing changed since the last page's changesCursor")
+		require.Nil(t, again.NextCursor)
+	}
+	whole := mcpPage(map[string]any{"since": "", "limit": 500})
+	require.Len(t, whole.Data, len(a.feedStep(key, 500, "").Data), "an empty since is none: the whole feed")
+
+	secret := key[strings.IndexByte(key, '.')+1:]
+	refuse := func(name string, args map[string]any, says string) {
+		t.Helper()
+		text := s.toolErr("walk_all_records", args)
+		require.Contains(t, text, says, name)
+		require.NotContains(t, text, secret, name)
+		require.Equal(t, a.restDetail(key, "/v1/records?"+restQuery(args), http.StatusBadRequest), text, "%s: the detail REST's problem carries", name)
+	}
+	next := *a.feedStep(key, 1, "").NextCursor
+	refuse("garbage", map[string]any{"since": "not-a-cursor"}, "changesCursor")
+	refuse("a nextCursor", map[string]any{"since": next}, "changesCursor")
+	refuse("with cursor", map[string]any{"since": position, "cursor": next}, "pass one")
+	require.NotContains(t, s.toolErr("walk_all_records", map[string]any{"since": "sEcReT-vAlUe"}), "sEcReT-vAlUe", "the value is not echoed")
+	require.Contains(t, s.toolErr("walk_all_records", map[string]any{"since": 7}), "must be a string")
+	require.NoError(t, a.store().KeyGrant(context.Background(), publicID(t, key), []auth.Grant{grant("r2", "cooling:read")}))
+	refuse("issued before a grant", map[string]any{"since": position}, "grants changed")
+}
+
+// restQuery is a tool's string arguments as a query string.
+func restQuery(args map[string]any) string {
+	q := url.Values{}
+	for k, v := range args {
+		q.Set(k, v.(string))
+	}
+	return q.Encode()
 }
