@@ -170,8 +170,8 @@ func mcpToolTable() []mcpTool {
 			description: "The records of every collection this key reads at every restaurant, and the deliveries where it " +
 				"reads them, many streams per call: stream after stream (restaurantId, then stream), each collection's " +
 				"records as walk_records returns them (tombstones included), each restaurant's deliveries as " +
-				"list_delivery_changes does. Each item says its restaurantId and stream. " + paging + "With since, page with " +
-				"cursor alone: nextCursor carries since, and the two together are refused. streams lists each " +
+				"list_delivery_changes does. Each item says its restaurantId and stream. " + paging + "Except since: " +
+				"page with cursor alone (nextCursor carries since; the two together are refused). streams lists each " +
 				"stream once, when its last item has come, with its changesCursor: walk_records (or list_delivery_changes) " +
 				"from it later returns only what changed since. The last page carries changesCursor: call again later " +
 				"with since set to it for only what changed since, many streams per call (or list_changes with it). nextCursor expires (24 hours after the feed " +
