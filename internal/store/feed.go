@@ -73,8 +73,10 @@ type FeedPage struct {
 // it knows how large the records are: a page of 500 records of 1 MiB
 // would otherwise read 500 MiB to return one. Later reads of the page
 // fetch what the rest of the byte budget holds at the largest size seen
-// so far (rowBudget), so a page of large records reads about what it
-// returns: the records of a page of 1 MiB, and at most one more. Two
+// so far (rowBudget), and every read is cut at the bytes left of the page
+// (FeedRead.MaxBytes: records larger than any seen so far end it there),
+// so a page of large records reads about what it returns: the records of
+// a page of 1 MiB, and at most one more. Two
 // rows cost a page of small records one round trip to learn their size.
 const feedFirstRows = 2
 
@@ -292,6 +294,11 @@ func (f *feedFill) feedPlan(queue []feedStream) (reads []pgrows.FeedRead, of []i
 		}
 		promised += c
 		r := pgrows.FeedRead{RestaurantID: st.restaurantID, MaxRows: int32(c)}
+		if left := f.p.MaxBytes - f.bytes; left > 0 {
+			// The rows are planned from the largest item seen so far: a
+			// stream of larger ones ends the read at the page's bytes.
+			r.MaxBytes = int64(left)
+		}
 		if st.stream != DeliveryStream {
 			r.Collection = st.stream
 		} else {
@@ -369,7 +376,7 @@ func walkEnd(r pgrows.FeedRead, rows []db.RecordWalkPageRow) (pin, last int64) {
 // read of it before (the rows go after those, a walk's marker dropped).
 func (st *feedStream) absorb(r pgrows.FeedRead, rows pgrows.FeedRows) {
 	if r.Collection == "" {
-		st.partRead = len(rows.Deliveries) >= int(r.MaxRows)
+		st.partRead = len(rows.Deliveries) >= int(r.MaxRows) || rows.Cut
 	}
 	if st.read == nil {
 		st.rows = rows
@@ -378,6 +385,7 @@ func (st *feedStream) absorb(r pgrows.FeedRead, rows pgrows.FeedRows) {
 		// may follow when this read filled its own MaxRows.
 		r.MaxRows += int32(len(st.rows.Deliveries))
 		st.rows.Deliveries = append(st.rows.Deliveries, rows.Deliveries...)
+		st.rows.Cut = rows.Cut
 		for _, w := range rows.Walk {
 			if w.RecordID != "" {
 				st.rows.Walk = append(st.rows.Walk, w)
@@ -448,7 +456,7 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) 
 // of the statement each came from, so the page takes them all.
 func (f *feedFill) take(st feedStream, r pgrows.FeedRead, rows pgrows.FeedRows) (more bool, err error) {
 	if r.Collection == "" {
-		return f.takeDeliveries(st, int(r.MaxRows), rows.Deliveries)
+		return f.takeDeliveries(st, int(r.MaxRows), rows.Deliveries, rows.Cut)
 	}
 	page := walkRowsPage(st.restaurantID, st.stream, len(rows.Walk), r.Pinned, rows.Walk)
 	for i := range page.Records {
@@ -466,8 +474,9 @@ func (f *feedFill) take(st feedStream, r pgrows.FeedRead, rows pgrows.FeedRows) 
 	return false, nil
 }
 
-// takeDeliveries is take for the deliveries stream.
-func (f *feedFill) takeDeliveries(st feedStream, maxRows int, rows []db.Delivery) (more bool, err error) {
+// takeDeliveries is take for the deliveries stream; cut: the read left
+// rows out beyond its bytes.
+func (f *feedFill) takeDeliveries(st feedStream, maxRows int, rows []db.Delivery, cut bool) (more bool, err error) {
 	last := int64(0)
 	if st.in != nil {
 		last = st.in.After
@@ -485,8 +494,8 @@ func (f *feedFill) takeDeliveries(st feedStream, maxRows int, rows []db.Delivery
 		last = r.ReceivedSequence
 		f.at = FeedAt{RestaurantID: st.restaurantID, Stream: st.stream, In: &WalkPos{After: last}}
 	}
-	if len(rows) >= maxRows {
-		// As many as asked for: there may be more.
+	if len(rows) >= maxRows || cut {
+		// As many as asked for, or as many bytes: there may be more.
 		return true, nil
 	}
 	f.end(st, last)

@@ -56,6 +56,8 @@ func (c *statementCounter) take() (statements, roundTrips, rows int) {
 // feedPageCost is what one feed page returned and what reading it cost.
 type feedPageCost struct {
 	items, bytes, statements, roundTrips, rows int
+	// small is the items of under 1 kB of data.
+	small int
 }
 
 // feedCosts reads a whole feed, page by page, through a store whose
@@ -77,6 +79,9 @@ func feedCosts(t *testing.T, st *store.Store, c *statementCounter, groups []stor
 			}
 			items = append(items, it.RestaurantID+"/"+it.Stream+"/"+it.Record.ID)
 			cost.bytes += len(it.Record.Data)
+			if len(it.Record.Data) < 1000 {
+				cost.small++
+			}
 		}
 		costs = append(costs, cost)
 		if p.Next == nil {
@@ -249,7 +254,10 @@ func TestRecordFeedPageCostsItsRowsWhenHeadsOverstate(t *testing.T) {
 // page fetches at most one record more than it returns, whether it starts
 // inside a stream or crosses several, and every record comes once, in
 // order. Before, the first read of each page fetched up to 64 records to
-// learn their size.
+// learn their size. The same holds when large records follow small ones
+// (a stream of 3 tiny records, then one of 40 large): the rows planned
+// from the small ones are cut at the page's bytes, where before the page
+// read 43 rows (16 MB) to return 6.
 func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -257,18 +265,27 @@ func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 	const size = 400_000
 	data := fmt.Sprintf(`{"name":%q,"isDeleted":false}`, strings.Repeat("x", size-29))
 	require.Equal(t, size, len(data))
-	restaurants := []string{"big", "s1", "s2", "s3", "s4"}
+	restaurants := []string{"big", "s1", "s2", "s3", "s4", "mixed-a", "mixed-b"}
 	writes := map[string][][3]string{}
-	var want []string
+	var want, wantMixed []string
 	for _, r := range restaurants {
-		n := 2
-		if r == "big" {
+		n, d := 2, data
+		switch r {
+		case "big":
 			n = 9
+		case "mixed-a":
+			n, d = 3, `{"name":"x","isDeleted":false}`
+		case "mixed-b":
+			n = 40
 		}
 		for k := range n {
-			id := fmt.Sprintf("u%d", k)
-			writes[r] = append(writes[r], [3]string{"users", id, data})
-			want = append(want, r+"/users/"+id)
+			id := fmt.Sprintf("u%02d", k)
+			writes[r] = append(writes[r], [3]string{"users", id, d})
+			if strings.HasPrefix(r, "mixed-") {
+				wantMixed = append(wantMixed, r+"/users/"+id)
+			} else {
+				want = append(want, r+"/users/"+id)
+			}
 		}
 	}
 	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
@@ -280,6 +297,13 @@ func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 	for i, c := range costs {
 		require.LessOrEqual(t, c.rows*size, c.bytes+size, "page %d of %d: bytes read, returned and one record: %+v", i, len(costs), c)
 		require.GreaterOrEqual(t, c.items, 2, "page %d: a page of 1 MiB holds 2 or 3 of them (the last may hold 1)", i)
+	}
+	groups = []store.StreamGroup{{Restaurants: []string{"mixed-a", "mixed-b"}, Streams: []string{"users"}}}
+	items, costs = feedCosts(t, st, counter, groups, 500, 1<<20)
+	require.Equal(t, wantMixed, items, "every record once, in order")
+	for i, c := range costs {
+		// A row fetched is counted large unless the page returned it small.
+		require.LessOrEqual(t, (c.rows-c.small)*size, c.bytes+size, "page %d of %d: bytes read, returned and one record: %+v", i, len(costs), c)
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 // FeedRead is one stream read of a feed page: a page of a collection walk
 // (RecordWalkFirstPage without Pinned, which pins the stream's head;
 // RecordWalkPage with it) or of a restaurant's deliveries in receive order
-// (DeliveryChangesPage), at most MaxRows rows after After.
+// (DeliveryChangesPage), at most MaxRows rows after After and, when
+// MaxBytes is set, at most MaxBytes of them (the rows up to the one that
+// reaches it, cut as a walk page is: walkCut, deliveryCut).
 type FeedRead struct {
 	RestaurantID string
 	// Collection names the collection walked; empty for the deliveries.
@@ -26,18 +28,29 @@ type FeedRead struct {
 	Pinned     *int64
 	After      int64
 	MaxRows    int32
+	// MaxBytes is what is left of the page's bytes (0: no bound): the
+	// rows a feed page plans from the largest item it has seen would
+	// otherwise be read whole when a stream's records are larger.
+	MaxBytes int64
 }
 
 // FeedRows are the rows of one FeedRead: Walk for a collection, Deliveries
-// for the deliveries.
+// for the deliveries. Cut reports that rows were left out beyond the
+// read's MaxBytes: the stream holds more than these.
 type FeedRows struct {
 	Walk       []db.RecordWalkPageRow
 	Deliveries []db.Delivery
+	Cut        bool
 }
 
-// noByteBound is the walk statements' max_bytes in a feed read: the feed
-// bounds its page by bytes its own way.
-var noByteBound *int64
+// maxBytes is r.MaxBytes as the walk statements take it (NULL: no bound).
+func (r FeedRead) maxBytes() *int64 {
+	if r.MaxBytes <= 0 {
+		return nil
+	}
+	n := r.MaxBytes
+	return &n
+}
 
 // FeedReads runs reads as one pipeline (one round trip however many there
 // are) and returns their rows in the same order. Each statement runs on
@@ -54,9 +67,9 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 		case r.Collection == "":
 			b.Queue(db.DeliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
 		case r.Pinned == nil:
-			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows, noByteBound)
+			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows, r.maxBytes())
 		default:
-			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows, noByteBound)
+			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows, r.maxBytes())
 		}
 	}
 	br := sender.SendBatch(ctx, b)
@@ -69,10 +82,10 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 		}
 		if err == nil {
 			if r.Collection == "" {
-				out[i].Deliveries, _, err = scanDeliveries(rows, nil, 0)
+				out[i].Deliveries, out[i].Cut, err = scanDeliveries(rows, nil, max(r.MaxBytes, 0))
 			} else {
-				unbounded := newWalkCut(nil)
-				out[i].Walk, _, err = scanWalkRows(rows, nil, &unbounded)
+				cut := newWalkCut(r.maxBytes())
+				out[i].Walk, out[i].Cut, err = scanWalkRows(rows, nil, &cut)
 			}
 		}
 		if err != nil && firstErr == nil {
