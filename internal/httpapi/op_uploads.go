@@ -193,14 +193,22 @@ func declaredLength(c *gin.Context) string {
 	return "length not declared"
 }
 
+// quotaCountTimeout bounds counting a stored file against the quota,
+// which no longer ends with its request.
+const quotaCountTimeout = 5 * time.Second
+
 // countUpload adds a file just stored to its key's bytes of the day. The
 // file is stored whatever happens here: a failure is logged, not
-// answered, and the day's count misses the file.
+// answered, and the day's count misses the file. It runs whether or not
+// the client is still there (a client that closes as soon as its file is
+// stored must not have it uncounted), bounded by quotaCountTimeout.
 func (a *API) countUpload(c *gin.Context, restaurant string, bytes int64) {
 	if a.cfg.UploadQuotaBytes == 0 {
 		return
 	}
-	if err := a.store.UploadQuotaAdd(c.Request.Context(), restaurant, principal(c).KeyID, a.now(), bytes); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), quotaCountTimeout)
+	defer cancel()
+	if err := a.store.UploadQuotaAdd(ctx, restaurant, principal(c).KeyID, a.now(), bytes); err != nil {
 		a.logFailure(c.Request.Context(), requestID(c), routeOf(c), fmt.Errorf("counting an upload against the quota: %w", err))
 	}
 }
