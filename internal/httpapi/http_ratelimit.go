@@ -54,13 +54,21 @@ func (a *API) refuseSpent(c *gin.Context, bucket metrics.Bucket, res ratelimit.R
 }
 
 // refuseBatch answers 429 for a batch whose cost is over the budget left:
-// nothing of it was counted or applied. Retry-After is when the budget is
-// whole again, which always admits a batch (batchCost).
+// nothing of it was applied, and its cost was not counted unless another
+// request spent the budget while it was counted (res.Counted: the detail
+// says so). Retry-After is when the budget is whole again, which always
+// admits a batch (batchCost).
 func (a *API) refuseBatch(c *gin.Context, res ratelimit.Result, items int, cost int64) {
 	setRateHeaders(c, res, a.now())
 	c.Header("Retry-After", strconv.FormatInt(secondsUntil(res.Reset, a.now()), 10))
 	auditOutcomeKey.set(c, "rate-limited")
 	a.metrics.RateLimited(metrics.BucketKey)
+	if res.Counted {
+		a.fail(c, apperr.New(apperr.RateLimited, "A batch of %d items costs %d requests of the budget of %d requests per minute; "+
+			"other requests of this key spent the budget while it was counted, and its cost, counted, overdrew it. Nothing was applied. "+
+			"Retry after the number of seconds in Retry-After, or send fewer items.", items, cost, res.Limit))
+		return
+	}
 	a.fail(c, apperr.New(apperr.RateLimited, "A batch of %d items costs %d requests of the budget of %d requests per minute, and %d are left (this request counted one); "+
 		"nothing was applied. Retry after the number of seconds in Retry-After, or send fewer items.", items, cost, res.Limit, res.Remaining))
 }

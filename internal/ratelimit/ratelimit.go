@@ -43,6 +43,10 @@ type Result struct {
 	Remaining int64
 	Reset     time.Time
 	Reached   bool
+	// Counted (TakeMore): the cost was counted. Reached with it, another
+	// request spent the budget between the check and the count, and this
+	// one overdrew it.
+	Counted bool
 }
 
 // Limiter counts requests per bucket.
@@ -140,6 +144,7 @@ func (l *Limiter) TakeMore(ctx context.Context, bucket string, n int64) Result {
 		res = l.count(ctx, func(ctx context.Context, st limiter.Store) (limiter.Context, error) {
 			return st.Increment(ctx, bucket, n, l.rate)
 		}, result)
+		res.Counted = true
 	} else {
 		res.Reached = true
 	}

@@ -144,13 +144,13 @@ func TestTakeMoreIsWholeOrNothing(t *testing.T) {
 		if r := l.TakeMore(ctx, "b", 6); r.Reached || r.Remaining != 3 {
 			t.Fatalf("redis %q: 1+6 of 10 leaves 3: %+v", url, r)
 		}
-		if r := l.TakeMore(ctx, "b", 4); !r.Reached {
+		if r := l.TakeMore(ctx, "b", 4); !r.Reached || r.Counted {
 			t.Fatalf("redis %q: 4 more with 3 left is refused: %+v", url, r)
 		}
 		if r := l.Spent(ctx, "b"); r.Remaining != 3 {
 			t.Fatalf("redis %q: a refused TakeMore counts nothing: %+v", url, r)
 		}
-		if r := l.TakeMore(ctx, "b", 3); r.Reached || r.Remaining != 0 {
+		if r := l.TakeMore(ctx, "b", 3); r.Reached || r.Remaining != 0 || !r.Counted {
 			t.Fatalf("redis %q: exactly what is left is admitted: %+v", url, r)
 		}
 		if url != "" && l.Backend() != "redis" {
