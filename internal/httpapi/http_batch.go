@@ -68,7 +68,9 @@ func (a *API) ingestBatch(c *gin.Context) error {
 			return err
 		}
 		r, err := a.batchApply(c, p, restaurant, it)
-		o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, false)
+		// A client gone mid-batch fails its item as it fails a single PUT:
+		// counted client_closed, not internal.
+		o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, c.Request.Context().Err() != nil)
 		w, col := metrics.WriteMutation, it.collection
 		if it.delivery {
 			w, col = metrics.WriteDelivery, ""
