@@ -21,9 +21,10 @@ import (
 // statementCounter is a pgx tracer that counts what the store sends:
 // statements (alone or in a pipeline), round trips (a statement alone or
 // a pipeline) and the rows PostgreSQL returned to pipelined statements
-// (the feed reads streams only in pipelines, and lists them alone).
+// (the feed reads streams only in pipelines, and lists them alone);
+// queryRows, the rows returned to statements sent alone.
 type statementCounter struct {
-	statements, roundTrips, rows atomic.Int64
+	statements, roundTrips, rows, queryRows atomic.Int64
 }
 
 func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -32,7 +33,11 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ p
 	return ctx
 }
 
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *statementCounter) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if d.CommandTag.Select() {
+		c.queryRows.Add(d.CommandTag.RowsAffected())
+	}
+}
 
 func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	c.roundTrips.Add(1)

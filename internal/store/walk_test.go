@@ -247,3 +247,68 @@ func TestWalkCutByBytes(t *testing.T) {
 		require.Equal(t, 1, c, "record %s", id)
 	}
 }
+
+// A walk page whose current versions are cut by bytes is sent no
+// versions as of its pin beyond the rows of them it sent: after a first
+// page of records of 400 kB, the last ten records change, and the next
+// page of 1 MiB (three records) is sent four rows, not also the ten
+// versions as of the pin that lie beyond them (they would be cut from the
+// page anyway). The walk still returns every record once, as of its pin.
+// (A page whose current versions are not cut, the versions as of the pin
+// following them, is still sent those up to the page's rows: they are
+// bounded by rows, not bytes.)
+func TestRecordWalkPageSendsNoVersionsBeyondItsBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	const size = 400_000
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	n := 0
+	put := func(id string) string {
+		n++
+		m := fmt.Sprintf("m%03d", n)
+		d := sha256.Sum256([]byte(m))
+		data := fmt.Sprintf(`{"name":%q,"isDeleted":false}`, strings.Repeat(m[len(m)-1:], size-29))
+		_, _, err := st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: "users", RecordID: id},
+			MutationID: m, Data: []byte(data), CapturedAt: 7, PayloadVersion: 1, RequestSHA256: d[:]}, 11)
+		require.NoError(t, err)
+		return m
+	}
+	asOfPin := map[string]string{}
+	for i := range 20 {
+		id := fmt.Sprintf("u%02d", i)
+		asOfPin[id] = put(id)
+	}
+	seen := map[string]int{}
+	var pos *store.WalkPos
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 20)
+		counter.take()
+		counter.queryRows.Swap(0)
+		page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "users", Limit: 10, MaxBytes: 1 << 20, Pos: pos})
+		require.NoError(t, err)
+		sent := int(counter.queryRows.Swap(0))
+		for _, e := range page.Records {
+			seen[e.ID]++
+			require.Equal(t, asOfPin[e.ID], e.MutationID, "record %s as of the pin", e.ID)
+		}
+		t.Logf("page %d: %d rows sent, %d records returned", pages, sent, len(page.Records))
+		if pages == 1 {
+			require.LessOrEqual(t, sent, len(page.Records)+1, "page %d: rows sent, records returned and one", pages)
+		}
+		if pages == 0 {
+			for i := 10; i < 20; i++ {
+				put(fmt.Sprintf("u%02d", i))
+			}
+		}
+		if page.Next == nil {
+			break
+		}
+		pos = page.Next
+	}
+	require.Len(t, seen, 20)
+	for id, c := range seen {
+		require.Equal(t, 1, c, "record %s", id)
+	}
+}

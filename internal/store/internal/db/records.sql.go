@@ -462,14 +462,27 @@ WITH head AS (
 ), pin AS (
     SELECT COALESCE($3::bigint, head.h)::bigint AS p, head.h FROM head
 ), bound AS (
-    SELECT COALESCE((SELECT r.sequence FROM records r
-                     WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-                       AND r.sequence > $4
-                       AND r.sequence <= (SELECT p FROM pin)
-                     ORDER BY r.sequence
-                     OFFSET $5::integer - 1
-                     LIMIT 1),
-                    (SELECT p FROM pin))::bigint AS b
+    SELECT LEAST(COALESCE((SELECT r.sequence FROM records r
+                           WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+                             AND r.sequence > $4
+                             AND r.sequence <= (SELECT p FROM pin)
+                           ORDER BY r.sequence
+                           OFFSET $5::integer - 1
+                           LIMIT 1),
+                          (SELECT p FROM pin)),
+                 (SELECT s.sequence
+                  FROM (SELECT r.sequence,
+                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous,
+                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+                        FROM records r
+                        WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+                          AND r.sequence > $4
+                          AND r.sequence <= (SELECT p FROM pin)
+                        ORDER BY r.sequence
+                        LIMIT $5) s
+                  WHERE s.before >= $6::bigint
+                    AND (s.before_previous IS NULL OR s.before_previous < $6::bigint)
+                  LIMIT 1))::bigint AS b
 )
 (SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
         w.captured_at, w.received_at, w.source_version, w.payload_version
@@ -543,7 +556,12 @@ type RecordWalkPageRow struct {
 //     version beyond it would be cut from the page anyway), else P: the
 //     same range of records_walk_idx again, index entries only, read only
 //     when a record changed since P (an aggregate over branch 1 would do,
-//     but no statement on a request path aggregates).
+//     but no statement on a request path aggregates). When branch 1 is
+//     cut by max_bytes, B is the last row it sent (the one row sent whose
+//     records before it reach max_bytes, the same running sums read again
+//     from the rows' headers: octet_length of json does not detoast), so
+//     a page cut after a few large records is not sent the versions
+//     beyond them, which the caller would cut.
 //     The branch runs only when P < H and after < B (one-time filters):
 //     box() orders its corners, so an empty range on either axis would
 //     otherwise turn into another, non-empty one.
@@ -571,7 +589,8 @@ type RecordWalkPageRow struct {
 // max_bytes, and one more, which tells the caller the page is not the
 // last. The rows cut are read in the database (their size) but never
 // sent. The caller cuts the merged page by bytes again, exactly
-// (the versions of branch 2 are not bounded here).
+// (the versions of branch 2 are bounded here by B, the last row branch 1
+// sent, not by their own bytes).
 // The service runs it for pages with a pin; a page without one (P = H, so
 // branch 2 is empty) runs RecordWalkFirstPage, this statement without it.
 // The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
