@@ -238,9 +238,11 @@ script "$work/get.sql" RecordGet; script "$work/get+key.sql" KeyAuthLookup Recor
 row "single record" /v1/restaurants/r1/collections/areas/records/area-777 "$work/get.sql" "$work/get+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D record_id=area-777
 
+# max_bytes is serve's FOODSAFE_MAX_PAGE_BYTES (4 MiB): a page of small
+# records never reaches it, but the statement sums the bytes it sends.
 script "$work/walk1.sql" RecordWalkFirstPage; script "$work/walk1+key.sql" KeyAuthLookup RecordWalkFirstPage
 row "walk, first page of 100" "/v1/restaurants/r1/collections/areas/records?limit=100" "$work/walk1.sql" "$work/walk1+key.sql" \
-  -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101
+  -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101 -D max_bytes=4194304
 
 # The middle page's cursor, from a walk the service itself started.
 cursor=
@@ -251,7 +253,7 @@ want "walk, page 501" && cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BAS
 done
 script "$work/walkm.sql" RecordWalkPage; script "$work/walkm+key.sql" KeyAuthLookup RecordWalkPage
 row "walk, page 501 of 1,000 (limit 100)" "/v1/restaurants/r1/collections/areas/records?limit=100&cursor=$cursor" "$work/walkm.sql" "$work/walkm+key.sql" \
-  -D restaurant_id=r1 -D collection=areas -D pinned="$N" -D after_sequence="$SEQ_MID" -D max_rows=101
+  -D restaurant_id=r1 -D collection=areas -D pinned="$N" -D after_sequence="$SEQ_MID" -D max_rows=101 -D max_bytes=4194304
 
 script "$work/dl.sql" DeliveryListFirst; script "$work/dl+key.sql" KeyAuthLookup DeliveryListFirst
 row "deliveries, first page of 50" "/v1/restaurants/r1/deliveries?from=1700000000000&to=1700600000000&limit=50" "$work/dl.sql" "$work/dl+key.sql" \
