@@ -677,7 +677,11 @@ func exampleRequest(t *testing.T, path string, op *openapi3.Operation) (ex struc
 		return ex, true
 	}
 	for media, mt := range op.RequestBody.Value.Content {
-		for _, e := range mt.Examples {
+		// The first example by name, so that every run sends the same
+		// one (mcp's McpCall, which its header examples describe, not
+		// McpNotification).
+		for _, name := range slices.Sorted(maps.Keys(mt.Examples)) {
+			e := mt.Examples[name]
 			switch {
 			case media == "application/json":
 				ex.Body, ex.Header["Content-Type"] = mustJSON(t, e.Value.Value), media

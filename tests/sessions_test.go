@@ -149,6 +149,16 @@ func TestMobileSessions(t *testing.T) {
 		}
 	})
 
+	t.Run("a body over the limit is 413", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		big := `{"restaurantId":"` + strings.Repeat("x", 1<<20) + `"}`
+		r := b.a.do(req{Method: http.MethodPost, Path: "/v1/mobile/sessions",
+			Header: map[string]string{"Authorization": "Bearer " + b.device, "Content-Type": "application/json"},
+			Body:   strings.NewReader(big)})
+		requireProblem(t, r, http.StatusRequestEntityTooLarge, "payload-too-large")
+	})
+
 	t.Run("only device keys open sessions, and not with a token", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
