@@ -680,19 +680,21 @@ func exampleRequest(t *testing.T, path string, op *openapi3.Operation) (ex struc
 		// The first example by name, so that every run sends the same
 		// one (mcp's McpCall, which its header examples describe, not
 		// McpNotification).
-		for _, name := range slices.Sorted(maps.Keys(mt.Examples)) {
-			e := mt.Examples[name]
-			switch {
-			case media == "application/json":
-				ex.Body, ex.Header["Content-Type"] = mustJSON(t, e.Value.Value), media
-			default:
-				s, isString := e.Value.Value.(string)
-				require.True(t, isString, "a file's example is its text")
-				// Any type: the file was uploaded as text/plain.
-				ex.Body, ex.Header["Content-Type"] = []byte(s), "text/plain"
-			}
-			return ex, true
+		names := slices.Sorted(maps.Keys(mt.Examples))
+		if len(names) == 0 {
+			continue
 		}
+		e := mt.Examples[names[0]]
+		switch {
+		case media == "application/json":
+			ex.Body, ex.Header["Content-Type"] = mustJSON(t, e.Value.Value), media
+		default:
+			s, isString := e.Value.Value.(string)
+			require.True(t, isString, "a file's example is its text")
+			// Any type: the file was uploaded as text/plain.
+			ex.Body, ex.Header["Content-Type"] = []byte(s), "text/plain"
+		}
+		return ex, true
 	}
 	return ex, false
 }
