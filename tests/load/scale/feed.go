@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/foodsafe/foodsafe/internal/catalog"
 )
 
@@ -108,7 +110,94 @@ func (b *bench) feedRows(ctx context.Context, dir string, n int) error {
 	fmt.Printf("feed of %d production-shaped restaurants (%d records, seeded in %s) | %d pages of limit 500 in %s | page p50 %s, p90 %s, max %s\n",
 		n, records, seeded.Round(time.Millisecond), len(took), total.Round(time.Millisecond),
 		ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)-1]))
+	for _, to := range strings.Split(env("SYNC_TARGETS", "sqlite,postgres"), ",") {
+		if err := b.firstSync(ctx, dir, key, n, to); err != nil {
+			return fmt.Errorf("first sync into %s: %w", to, err)
+		}
+	}
 	return nil
+}
+
+// firstSync runs SYNC_BIN (bin/foodsafe-sync) once over the feed's key
+// into a new target of that kind (sqlite: a file; postgres: a database
+// foodsafe_scale_mirror on DATABASE_URL's server), with the default
+// deadline (5 minutes) and nothing else set, as a partner's first run
+// is, and prints its exit status, time, requests, what it applied and,
+// into PostgreSQL, the target's committed transactions
+// (pg_stat_database.xact_commit once the run's connections are gone).
+func (b *bench) firstSync(ctx context.Context, dir, key string, n int, kind string) error {
+	var to, mirrorDB string
+	switch kind {
+	case "sqlite":
+		to = "sqlite:" + filepath.Join(dir, "mirror.db")
+	case "postgres":
+		mirrorDB = env("SCALE_DB", "foodsafe_scale") + "_mirror"
+		if _, err := b.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{mirrorDB}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return err
+		}
+		u, err := url.Parse(b.dbURL)
+		if err != nil {
+			return err
+		}
+		u.Path = "/" + mirrorDB
+		to = u.String()
+	default:
+		return fmt.Errorf("SYNC_TARGETS: %q is neither sqlite nor postgres", kind)
+	}
+	c := exec.CommandContext(ctx, env("SYNC_BIN", "bin/foodsafe-sync"), "--api", b.api, "--to", to, "--json")
+	c.Env = append(os.Environ(), "FOODSAFE_API_KEY="+key)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	start := time.Now()
+	out, err := c.Output()
+	took := time.Since(start)
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return err
+	}
+	var done struct {
+		Event      string `json:"event"`
+		Pages      int64  `json:"pages"`
+		Records    int64  `json:"records"`
+		Deliveries int64  `json:"deliveries"`
+		Streams    int    `json:"streams"`
+		Requests   int64  `json:"requests"`
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Event string `json:"event"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "done" {
+			if err := json.Unmarshal(sc.Bytes(), &done); err != nil {
+				return err
+			}
+		}
+	}
+	commits := ""
+	if mirrorDB != "" {
+		var x int64
+		time.Sleep(time.Second) // the run's connections flush their counts as they end
+		if err := b.conn.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = $1`, mirrorDB).Scan(&x); err != nil {
+			return err
+		}
+		commits = fmt.Sprintf(", %d transactions of the target", x)
+	}
+	fmt.Printf("feed of %d production-shaped restaurants | first sync into %s, default deadline | exit %d in %s: %d requests, %d pages, %d records, %d streams%s\n",
+		n, kind, code, took.Round(time.Second), done.Requests, done.Pages, done.Records, done.Streams, commits)
+	if code != 0 {
+		fmt.Printf("  its stderr ends: %s\n", lastLines(stderr.String(), 3))
+	}
+	return nil
+}
+
+// lastLines is the last n lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 // feedKey creates a key of the 25 read scopes on the n restaurants

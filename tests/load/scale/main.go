@@ -82,9 +82,13 @@ func env(name, def string) string {
 	return def
 }
 
-// ints parses a comma-separated list of integers.
+// ints parses a comma-separated list of integers; "none" is the empty
+// list (SIZES=none WALK_SIZES=none: the feed's rows alone).
 func ints(name, def string) ([]int, error) {
 	var out []int
+	if env(name, def) == "none" {
+		return nil, nil
+	}
 	for _, f := range strings.Split(env(name, def), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -139,7 +143,9 @@ func readSettings() (settings, error) {
 		if err != nil {
 			return st, err
 		}
-		*c.into = v[0]
+		if len(v) > 0 {
+			*c.into = v[0]
+		}
 	}
 	return st, nil
 }
@@ -165,7 +171,10 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer b.conn.Close(ctx)
-	maxSize := slices.Max(sizes)
+	maxSize := 0
+	if len(sizes) > 0 {
+		maxSize = slices.Max(sizes)
+	}
 	if err := b.seed(ctx, maxSize); err != nil {
 		return err
 	}
@@ -189,8 +198,10 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("%d restaurants: %w", n, err)
 		}
 	}
-	if err := b.largeKeyUnderLoad(ctx, dir, maxSize, keys[maxSize]); err != nil {
-		return fmt.Errorf("%d restaurants under load: %w", maxSize, err)
+	if maxSize > 0 {
+		if err := b.largeKeyUnderLoad(ctx, dir, maxSize, keys[maxSize]); err != nil {
+			return fmt.Errorf("%d restaurants under load: %w", maxSize, err)
+		}
 	}
 	if st.feedRestaurants > 0 {
 		if err := b.feedRows(ctx, dir, st.feedRestaurants); err != nil {
@@ -382,13 +393,14 @@ func (b *bench) database(ctx context.Context, base string) error {
 		return err
 	}
 	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS foodsafe_scale WITH (FORCE)`); err != nil {
+	name := pgx.Identifier{env("SCALE_DB", "foodsafe_scale")}.Sanitize()
+	if _, err := admin.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
 		return err
 	}
-	if _, err := admin.Exec(ctx, `CREATE DATABASE foodsafe_scale`); err != nil {
+	if _, err := admin.Exec(ctx, `CREATE DATABASE `+name); err != nil {
 		return err
 	}
-	u.Path = "/foodsafe_scale"
+	u.Path = "/" + env("SCALE_DB", "foodsafe_scale")
 	b.dbURL = u.String()
 	if out, err := b.cmd(ctx, nil, "migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("migrate: %w: %s", err, out)
