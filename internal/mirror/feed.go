@@ -163,12 +163,8 @@ func (s feedReader) applyPage(ctx context.Context, r *pass, page partnerapi.Feed
 		if err := s.load(ctx, p, a); err != nil {
 			return err
 		}
-		for i, run := range a.runs {
-			n, err := s.applyRun(ctx, p, run, a.recs[i], a.ds[i], a.states[run.key], !a.changes)
-			if err != nil {
-				return err
-			}
-			inserted[run.key] += n
+		if err := s.applyRuns(ctx, p, a, inserted); err != nil {
+			return err
 		}
 		heads := make(map[targets.StreamKey]int64, len(a.ended))
 		for i, e := range a.ended {
@@ -296,26 +292,50 @@ func (s feedReader) load(ctx context.Context, p *targets.Page, a *feedApply) err
 	return nil
 }
 
-// applyRun writes a run of one stream's items with the page and returns
-// how many it wrote (deliveries: how many were new); the stream's state
-// is written once for the page, by applyPage.
-func (s feedReader) applyRun(ctx context.Context, p *targets.Page, run feedRun, recs []targets.Record, ds []targets.Delivery, st *targets.StreamState, rebuild bool) (int64, error) {
-	st.Pages++
-	st.LastError = ""
-	if run.key.Stream == "deliveries" {
-		n, err := p.ApplyDeliveries(ctx, run.key.Restaurant, ds)
-		st.Applied += n
-		st.WindowFrom, st.WindowTo, st.PassTo = nil, nil, nil
-		return n, err
+// applyRuns writes a page's runs with the page, a collection at a time
+// (every stream of it in the same statements) and the deliveries of
+// every restaurant at once, so the page costs the target statements by
+// its collections, not its streams; inserted gets how many items each
+// stream wrote (deliveries: how many were new). Each stream's state is
+// written once for the page, by applyPage.
+func (s feedReader) applyRuns(ctx context.Context, p *targets.Page, a *feedApply, inserted map[targets.StreamKey]int64) error {
+	byCollection := map[string][]targets.StreamRecords{}
+	var collections []string
+	var ds []targets.StreamDeliveries
+	for i, run := range a.runs {
+		st := a.states[run.key]
+		st.Pages++
+		st.LastError = ""
+		if run.key.Stream == "deliveries" {
+			ds = append(ds, targets.StreamDeliveries{Restaurant: run.key.Restaurant, Deliveries: a.ds[i]})
+			st.WindowFrom, st.WindowTo, st.PassTo = nil, nil, nil
+			continue
+		}
+		if _, ok := byCollection[run.key.Stream]; !ok {
+			collections = append(collections, run.key.Stream)
+		}
+		// As a rebuild: the feed's answer replaces the copy, every row
+		// carrying the stream's new generation. (A feed of what changed
+		// applies its records as a changes walk: the newer sequence wins.)
+		byCollection[run.key.Stream] = append(byCollection[run.key.Stream], targets.StreamRecords{Restaurant: run.key.Restaurant, Records: a.recs[i], Gen: st.WalkGen})
+		st.Applied += int64(len(a.recs[i]))
+		inserted[run.key] += int64(len(a.recs[i]))
 	}
-	// As a rebuild: the feed's answer replaces the copy, every row
-	// carrying the stream's new generation. (A feed of what changed
-	// applies its records as a changes walk: the newer sequence wins.)
-	if err := p.ApplyRecords(ctx, run.key.Restaurant, run.key.Stream, recs, s.o.Tombstones, st.WalkGen, rebuild); err != nil {
-		return 0, err
+	for _, c := range collections {
+		if err := p.ApplyCollection(ctx, c, byCollection[c], s.o.Tombstones, !a.changes); err != nil {
+			return err
+		}
 	}
-	st.Applied += int64(len(recs))
-	return int64(len(recs)), nil
+	if len(ds) == 0 {
+		return nil
+	}
+	counts, err := p.ApplyDeliveriesOf(ctx, ds)
+	for r, n := range counts {
+		k := targets.StreamKey{Restaurant: r, Stream: "deliveries"}
+		a.states[k].Applied += n
+		inserted[k] += n
+	}
+	return err
 }
 
 // end ends a stream the feed finished, with the page: its rows the

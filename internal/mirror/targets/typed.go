@@ -236,87 +236,15 @@ const maxArgs = 30000
 // trip per page, so none is sent in vain. A source without typed
 // relations (a collection this release does not know) has nothing to do.
 func (t *relations) replace(ctx context.Context, tx *sql.Tx, source, restaurant string, gone []string, live []typed.Input, fresh bool) error {
-	rels := typed.Of(source)
-	if len(rels) == 0 || len(gone)+len(live) == 0 {
-		return nil
+	keys := make([]rowKey, len(gone))
+	for i, id := range gone {
+		keys[i] = rowKey{restaurant, id}
 	}
-	if err := t.delete(ctx, tx, rels, restaurant, gone); err != nil {
-		return err
+	ins := make([]keyedInput, len(live))
+	for i, in := range live {
+		ins[i] = keyedInput{restaurant, in}
 	}
-	if !fresh && len(rels) > 1 {
-		ids := make([]string, len(live))
-		for i, in := range live {
-			ids[i] = in.ID
-		}
-		if err := t.delete(ctx, tx, rels[1:], restaurant, ids); err != nil {
-			return err
-		}
-	}
-	rows := typed.Rows(rels, restaurant, live)
-	for i, r := range rels {
-		if err := t.insertRows(ctx, tx, r, rows[i], i == 0); err != nil {
-			return fmt.Errorf("%s: %w", r.Name, err)
-		}
-	}
-	return nil
-}
-
-// delete removes the typed rows of the records in ids (a record's
-// row and its elements' rows).
-//
-// Each key must be found through the primary key, whatever the planner
-// knows. Given restaurant_id = $1 AND id IN (...) on a table never
-// analyzed (a mirror's first sync, or autovacuum off), PostgreSQL guesses
-// that a restaurant has a few rows and reads them all, filtering the ids:
-// every page then reads the whole restaurant, and a first sync turns
-// quadratic (a 20,000-record collection: 52 s instead of 1). So in
-// PostgreSQL each key is looked up on its own, in a LATERAL subquery that
-// OFFSET 0 keeps from being flattened into a join the planner could hash,
-// and the rows found are deleted by ctid. SQLite looks each key of an IN
-// list up in the index anyway.
-func (t *relations) delete(ctx context.Context, tx *sql.Tx, rels []*typed.Relation, restaurant string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	for _, r := range rels {
-		if t.d.postgres {
-			if _, err := tx.ExecContext(ctx, t.d.deleteSQL(r, 0), restaurant, ids); err != nil {
-				return fmt.Errorf("%s: %w", r.Name, err)
-			}
-			continue
-		}
-		for start := 0; start < len(ids); start += maxArgs / 2 {
-			chunk := ids[start:min(start+maxArgs/2, len(ids))]
-			if _, err := tx.ExecContext(ctx, t.d.deleteSQL(r, len(chunk)), append([]any{restaurant}, anySlice(chunk)...)...); err != nil {
-				return fmt.Errorf("%s: %w", r.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// deleteSQL is delete's statement for r: in PostgreSQL with the
-// restaurant and an array of keys as its two parameters, in SQLite with
-// the restaurant and n keys.
-func (d dialect) deleteSQL(r *typed.Relation, n int) string {
-	key := "id"
-	if r.Parent != "" {
-		key = "parent_id"
-	}
-	if d.postgres {
-		return `DELETE FROM ` + r.Name + ` WHERE ctid = ANY (ARRAY(
-			SELECT x.ctid FROM unnest($2::text[]) AS k(key)
-			CROSS JOIN LATERAL (SELECT ctid FROM ` + r.Name + ` WHERE restaurant_id = $1 AND ` + key + ` = k.key OFFSET 0) x))`
-	}
-	return `DELETE FROM ` + r.Name + ` WHERE restaurant_id = ? AND ` + key + ` IN (` + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`
-}
-
-func anySlice(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
+	return t.replaceMany(ctx, tx, source, keys, ins, fresh)
 }
 
 // insertRows writes rows into r with multi-row INSERTs; with upsert, a

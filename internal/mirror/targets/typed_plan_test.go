@@ -50,10 +50,11 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var keys, ids []string
+	var keys, ids, restaurants []string
 	for i := range 100 {
 		ids = append(ids, fmt.Sprintf("t-7-%d", i))
 		keys = append(keys, "'"+ids[i]+"'")
+		restaurants = append(restaurants, "'r1'")
 	}
 	conn, err := tg.db.Conn(ctx)
 	if err != nil {
@@ -78,9 +79,9 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 				// rolled back, so every plan meets the same rows.
 				exec(`BEGIN`)
 				exec(`SET LOCAL plan_cache_mode = ` + mode)
-				exec(`PREPARE typed_delete (text, text[]) AS ` + tg.d.deleteSQL(r, 0))
+				exec(`PREPARE typed_delete (text[], text[]) AS ` + deleteKeysSQL(r))
 				var plan string
-				err := conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE typed_delete ('r1', ARRAY[`+strings.Join(keys, ", ")+`])`).Scan(&plan)
+				err := conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE typed_delete (ARRAY[`+strings.Join(restaurants, ", ")+`], ARRAY[`+strings.Join(keys, ", ")+`])`).Scan(&plan)
 				exec(`ROLLBACK`)
 				exec(`DEALLOCATE typed_delete`)
 				if err != nil {
@@ -122,7 +123,11 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 	// And the statements delete what they should: the keys' rows, and
 	// their elements', nothing else.
 	if err := tg.tx(ctx, func(tx *sql.Tx) error {
-		return tg.typed.delete(ctx, tx, typed.Of("temperature-records"), "r1", ids)
+		var keys []rowKey
+		for _, id := range ids {
+			keys = append(keys, rowKey{"r1", id})
+		}
+		return tg.typed.deleteKeys(ctx, tx, typed.Of("temperature-records"), keys)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +141,8 @@ func TestTypedDeletesFindKeysThroughTheIndex(t *testing.T) {
 	}
 }
 
-// SQLite looks each key of the IN list up in the primary key.
+// SQLite looks each key of the IN list (pairs of a restaurant and a key)
+// up in the primary key.
 func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
 	tg, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
@@ -151,7 +157,7 @@ func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
 		if r.Parent != "" {
 			key = "parent_id"
 		}
-		rows, err := tg.db.Query(`EXPLAIN QUERY PLAN `+tg.d.deleteSQL(r, 3), "r1", "a", "b", "c")
+		rows, err := tg.db.Query(`EXPLAIN QUERY PLAN `+sqliteDeleteKeysSQL(r, 3), "r1", "a", "r1", "b", "r2", "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +172,7 @@ func TestTypedDeletesFindKeysThroughTheIndexInSQLite(t *testing.T) {
 		}
 		rows.Close()
 		plan := strings.Join(details, "\n")
-		if !strings.Contains(plan, "USING INDEX") || !strings.Contains(plan, "restaurant_id=? AND "+key+"=?") {
+		if !strings.Contains(plan, "SEARCH "+r.Name+" USING ") || !strings.Contains(plan, "INDEX") || !strings.Contains(plan, "restaurant_id=? AND "+key+"=?") {
 			t.Errorf("%s: %s", r.Name, plan)
 		}
 	}

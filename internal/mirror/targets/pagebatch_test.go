@@ -1,0 +1,95 @@
+package targets
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/foodsafe/foodsafe/internal/testdb"
+)
+
+// A page's records of many restaurants, written in the same statements,
+// do to each restaurant's rows what a page of that restaurant alone
+// would, in both dialects: the newer sequence wins per restaurant (an
+// id of one restaurant never touches the same id of another), a
+// tombstone in delete mode removes the row and its typed rows only when
+// it is newer (always in a rebuild), a tombstone of a record never seen
+// deletes nothing, and the deliveries' new ones are counted by
+// restaurant, a delivery named twice once.
+func TestApplyCollectionAcrossRestaurants(t *testing.T) {
+	ctx := context.Background()
+	for _, spec := range []string{"sqlite", "postgres"} {
+		t.Run(spec, func(t *testing.T) {
+			tg := newSQLiteTarget(t)
+			if spec == "postgres" {
+				var err error
+				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tg.Close() })
+			}
+			if err := tg.EnsureCollection(ctx, "temperature-records"); err != nil {
+				t.Fatal(err)
+			}
+			apply := func(force bool, streams ...StreamRecords) {
+				t.Helper()
+				if err := tg.Update(ctx, func(p *Page) error {
+					return p.ApplyCollection(ctx, "temperature-records", streams, TombstoneDelete, force)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tomb := func(id string, seq int64) Record {
+				return Record{ID: id, Sequence: seq, Deleted: true, MutationID: "m", PayloadVersion: 1}
+			}
+			rows := func() []string {
+				return queryStrings(t, tg.db, `SELECT t.restaurant_id || ' ' || t.id || ' ' || t.sequence || ' ' ||
+					(SELECT count(*) FROM typed_temperature_records_corrective_actions c WHERE c.restaurant_id = t.restaurant_id AND c.parent_id = t.id)
+					FROM typed_temperature_records t ORDER BY 1`)
+			}
+			apply(false,
+				StreamRecords{Restaurant: "r1", Records: []Record{temp("a", 1, "1", "x"), temp("b", 2, "2", "x", "y")}},
+				StreamRecords{Restaurant: "r2", Records: []Record{temp("a", 5, "3"), temp("c", 6, "4", "z")}})
+			if got, want := rows(), []string{"r1 a 1 1", "r1 b 2 2", "r2 a 5 0", "r2 c 6 1"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("first page\n got %v\nwant %v", got, want)
+			}
+			// r1's a: a newer tombstone; r2's a: an older one, left; r2's
+			// c: updated; r1's z: never seen; r1's b: twice, the newer wins.
+			apply(false,
+				StreamRecords{Restaurant: "r1", Records: []Record{tomb("a", 3), tomb("z", 9), temp("b", 4, "2"), temp("b", 3, "2", "old")}},
+				StreamRecords{Restaurant: "r2", Records: []Record{tomb("a", 4), temp("c", 7, "4", "z", "w")}})
+			if got, want := rows(), []string{"r1 b 4 0", "r2 a 5 0", "r2 c 7 2"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("second page\n got %v\nwant %v", got, want)
+			}
+			// A rebuild's tombstone removes the row whatever its sequence.
+			apply(true, StreamRecords{Restaurant: "r2", Records: []Record{tomb("a", 1)}})
+			if got, want := rows(), []string{"r1 b 4 0", "r2 c 7 2"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("rebuild\n got %v\nwant %v", got, want)
+			}
+			if got := queryStrings(t, tg.db, `SELECT restaurant_id || ' ' || id FROM "temperature_records" ORDER BY 1`); !reflect.DeepEqual(got, []string{"r1 b", "r2 c"}) {
+				t.Fatalf("mirrored rows %v", got)
+			}
+
+			d := func(id string) Delivery {
+				return Delivery{ID: id, OccurredAt: 1, IsCompliant: true, SupplierID: "s", SupplierName: "S", Data: []byte(`{"id":"` + id + `"}`)}
+			}
+			var counts map[string]int64
+			if err := tg.Update(ctx, func(p *Page) error {
+				var err error
+				counts, err = p.ApplyDeliveriesOf(ctx, []StreamDeliveries{
+					{Restaurant: "r1", Deliveries: []Delivery{d("d1"), d("d2"), d("d1")}},
+					{Restaurant: "r2", Deliveries: []Delivery{d("d1")}},
+				})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int64{"r1": 2, "r2": 1}; !reflect.DeepEqual(counts, want) {
+				t.Fatalf("new deliveries %v, want %v", counts, want)
+			}
+			if got := queryStrings(t, tg.db, `SELECT restaurant_id || ' ' || id FROM deliveries ORDER BY 1`); !reflect.DeepEqual(got, []string{"r1 d1", "r1 d2", "r2 d1"}) {
+				t.Fatalf("deliveries %v", got)
+			}
+		})
+	}
+}
