@@ -188,9 +188,12 @@ bench-traces: build
 ## coding) and a walk page by table size (WALK_SIZES records, default
 ## 100000,1000000; add 10000000 for the 10^7 point, which takes long)
 ## and the records feed over FEED_RESTAURANTS production-shaped
-## restaurants (default 20000: page p50, p90, max),
-## against `foodsafe serve` on a database foodsafe_scale it creates on
-## DATABASE_URL's server (tests/load/scale). Not part of make test.
+## restaurants (default 20000: page p50, p90, max) and a first sync of it
+## by SYNC_BIN (default bin/foodsafe-sync) into each of SYNC_TARGETS
+## (default sqlite,postgres) under the default deadline,
+## against `foodsafe serve` on a database SCALE_DB (default foodsafe_scale)
+## it creates on DATABASE_URL's server (tests/load/scale; SIZES=none
+## WALK_SIZES=none: the feed's rows alone). Not part of make test.
 bench-scale: build
 	$(GO) build -o bin/bench-scale ./tests/load/scale
 	bin/bench-scale

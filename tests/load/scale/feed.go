@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -110,12 +112,130 @@ func (b *bench) feedRows(ctx context.Context, dir string, n int) error {
 	fmt.Printf("feed of %d production-shaped restaurants (%d records, seeded in %s) | %d pages of limit 500 in %s | page p50 %s, p90 %s, max %s\n",
 		n, records, seeded.Round(time.Millisecond), len(took), total.Round(time.Millisecond),
 		ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)-1]))
-	for _, to := range strings.Split(env("SYNC_TARGETS", "sqlite,postgres"), ",") {
+	targets := strings.Split(env("SYNC_TARGETS", "sqlite,postgres"), ",")
+	for _, to := range targets {
 		if err := b.firstSync(ctx, dir, key, n, to); err != nil {
 			return fmt.Errorf("first sync into %s: %w", to, err)
 		}
 	}
+	if slices.Contains(targets, "sqlite") {
+		return b.refreshRows(ctx, dir, key, n)
+	}
 	return nil
+}
+
+// scattered is how many records refreshRows writes, one a restaurant.
+const scattered = 2000
+
+// refreshRows runs SYNC_BIN again into the SQLite mirror firstSync
+// made: once with nothing changed (an idle refresh: its requests and the
+// bytes of their answers), then after scattered records written through
+// the API (PUT, one new record of areas on every n/2,000th restaurant)
+// by a key that may write them (a catch-up: its requests, time, exit,
+// and the minutes those requests take under the default budget of 300 a
+// minute).
+func (b *bench) refreshRows(ctx context.Context, dir, key string, n int) error {
+	to := "sqlite:" + filepath.Join(dir, "mirror.db")
+	code, took, done, stderr, err := b.sync(ctx, key, to)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("feed of %d production-shaped restaurants | idle refresh into sqlite | exit %d in %s: %d requests, %d bytes of answers, %d records\n",
+		n, code, took.Round(time.Millisecond), done.Requests, done.BodyBytes, done.Records)
+	if code != 0 {
+		fmt.Printf("  its stderr ends: %s\n", lastLines(stderr, 3))
+	}
+	step := max(1, n/scattered)
+	path := filepath.Join(dir, "writer.grants")
+	var grants strings.Builder
+	for i := 0; i < n; i += step {
+		fmt.Fprintf(&grants, "p%06d=areas:write\n", i)
+	}
+	if err := os.WriteFile(path, []byte(grants.String()), 0o600); err != nil {
+		return err
+	}
+	out, err := b.cmd(ctx, nil, "keys", "create", "--name", "writer", "--grants-file", path).Output()
+	if err != nil {
+		return fmt.Errorf("keys create: %w", err)
+	}
+	writer := strings.TrimSpace(string(out))
+	writes := 0
+	start := time.Now()
+	for i := 0; i < n && writes < scattered; i += step {
+		r, m := fmt.Sprintf("p%06d", i), fmt.Sprintf("scatter-%06d", i)
+		body := `{"id":"` + m + `","restaurantId":"` + r + `","mutationId":"` + m + `","payloadVersion":1,"capturedAt":"1700000000000",` +
+			`"sourceVersion":null,"deleted":false,"data":{"name":"scattered ` + m + `","isDeleted":false}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.api+"/v1/ingest/restaurants/"+r+"/collections/areas/records/"+m+"/mutations/"+m, strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+writer)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", m)
+		res, err := b.http.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			return fmt.Errorf("PUT of %s of %s: %s", m, r, res.Status)
+		}
+		writes++
+	}
+	wrote := time.Since(start)
+	code, took, done, stderr, err = b.sync(ctx, key, to)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("feed of %d production-shaped restaurants | catch-up into sqlite after %d scattered writes (written in %s) | exit %d in %s: %d requests (%.1f minutes under 300 a minute), %d records, %d bytes of answers\n",
+		n, writes, wrote.Round(time.Millisecond), code, took.Round(time.Millisecond), done.Requests, float64(done.Requests)/300, done.Records, done.BodyBytes)
+	if code != 0 {
+		fmt.Printf("  its stderr ends: %s\n", lastLines(stderr, 3))
+	}
+	return nil
+}
+
+// syncDone is what the bench reads of a run's done event.
+type syncDone struct {
+	Pages      int64 `json:"pages"`
+	Records    int64 `json:"records"`
+	Deliveries int64 `json:"deliveries"`
+	Streams    int   `json:"streams"`
+	Requests   int64 `json:"requests"`
+	BodyBytes  int64 `json:"bodyBytes"`
+}
+
+// sync runs SYNC_BIN once with key into to, with the default deadline,
+// and returns its exit status, time, done event and standard error.
+func (b *bench) sync(ctx context.Context, key, to string) (int, time.Duration, syncDone, string, error) {
+	var done syncDone
+	c := exec.CommandContext(ctx, env("SYNC_BIN", "bin/foodsafe-sync"), "--api", b.api, "--to", to, "--json")
+	c.Env = append(os.Environ(), "FOODSAFE_API_KEY="+key)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	start := time.Now()
+	out, err := c.Output()
+	took := time.Since(start)
+	code := 0
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return 0, 0, done, "", err
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Event string `json:"event"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "done" {
+			if err := json.Unmarshal(sc.Bytes(), &done); err != nil {
+				return 0, 0, done, "", err
+			}
+		}
+	}
+	return code, took, done, stderr.String(), nil
 }
 
 // firstSync runs SYNC_BIN (bin/foodsafe-sync) once over the feed's key
@@ -144,38 +264,9 @@ func (b *bench) firstSync(ctx context.Context, dir, key string, n int, kind stri
 	default:
 		return fmt.Errorf("SYNC_TARGETS: %q is neither sqlite nor postgres", kind)
 	}
-	c := exec.CommandContext(ctx, env("SYNC_BIN", "bin/foodsafe-sync"), "--api", b.api, "--to", to, "--json")
-	c.Env = append(os.Environ(), "FOODSAFE_API_KEY="+key)
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	start := time.Now()
-	out, err := c.Output()
-	took := time.Since(start)
-	code := 0
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
+	code, took, done, stderr, err := b.sync(ctx, key, to)
+	if err != nil {
 		return err
-	}
-	var done struct {
-		Event      string `json:"event"`
-		Pages      int64  `json:"pages"`
-		Records    int64  `json:"records"`
-		Deliveries int64  `json:"deliveries"`
-		Streams    int    `json:"streams"`
-		Requests   int64  `json:"requests"`
-	}
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Event string `json:"event"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event == "done" {
-			if err := json.Unmarshal(sc.Bytes(), &done); err != nil {
-				return err
-			}
-		}
 	}
 	commits := ""
 	if mirrorDB != "" {
@@ -189,7 +280,7 @@ func (b *bench) firstSync(ctx context.Context, dir, key string, n int, kind stri
 	fmt.Printf("feed of %d production-shaped restaurants | first sync into %s, default deadline | exit %d in %s: %d requests, %d pages, %d records, %d streams%s\n",
 		n, kind, code, took.Round(time.Second), done.Requests, done.Pages, done.Records, done.Streams, commits)
 	if code != 0 {
-		fmt.Printf("  its stderr ends: %s\n", lastLines(stderr.String(), 3))
+		fmt.Printf("  its stderr ends: %s\n", lastLines(stderr, 3))
 	}
 	return nil
 }

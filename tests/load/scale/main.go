@@ -2,8 +2,8 @@
 // much it holds, and what a walk page costs by how large its table is,
 // measured against a real `foodsafe serve` over loopback.
 //
-// It creates the database foodsafe_scale (dropped first) on DATABASE_URL's
-// server, migrates it with BIN (bin/foodsafe), seeds the largest key's
+// It creates the database SCALE_DB (default foodsafe_scale, dropped
+// first) on DATABASE_URL's server, migrates it with BIN (bin/foodsafe), seeds the largest key's
 // restaurants with one stream per read scope (25 each), creates one key per
 // size in SIZES (default 200,2000,20000 restaurants x the 25 read scopes)
 // with `keys create --grants-file`, starts `serve` without a rate limit and
@@ -32,7 +32,11 @@
 // Then the records feed over data shaped like production (FEED_RESTAURANTS
 // restaurants, default 20,000, of three collection streams of 1 to 4
 // records, a few of 2,000): a first sync's pages (GET /v1/records, limit
-// 500), their time in all and the p50, p90 and max of a page.
+// 500), their time in all and the p50, p90 and max of a page; then a
+// first sync of that key by SYNC_BIN (bin/foodsafe-sync) into each of
+// SYNC_TARGETS (sqlite,postgres), with the default deadline of 5 minutes:
+// its exit status, time, requests and, into PostgreSQL, the target's
+// transactions.
 //
 // Then the walk curve: for each size in WALK_SIZES (default
 // 100000,1000000) a collection of that many records of a restaurant of
