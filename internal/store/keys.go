@@ -73,11 +73,12 @@ func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecor
 	}
 }
 
-// keyLookup reads a key and its grants (KeyAuthLookup: one row per
-// restaurant, its scopes joined). Every restaurant holding the same scopes
-// shares one scope list, sorted and unique, so the principal made from the
-// record works out what a list opens once, not once per restaurant, and a
-// key of 20,000 restaurants holds one list, not 20,000.
+// keyLookup reads a key and its grants (KeyAuthLookup: one row per scope
+// set with the restaurants holding it, or per restaurant for a key whose
+// sets are missing). Every restaurant holding the same scopes shares one
+// scope list, sorted and unique, so the principal made from the record
+// works out what a list opens once, not once per restaurant, and a key of
+// 20,000 restaurants holds one list, not 20,000.
 func (s *Store) keyLookup(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
 	s.keys.dbLookups.Add(1)
 	rows, err := s.q.KeyAuthLookup(ctx, publicID)
@@ -91,28 +92,30 @@ func (s *Store) keyLookup(ctx context.Context, publicID string) (*auth.KeyRecord
 	r := rows[0]
 	rec := &auth.KeyRecord{ID: r.ID, PublicID: r.PublicID, SecretDigest: r.SecretSha256,
 		ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt}
-	if r.RestaurantID == "" {
+	n := 0
+	for _, r := range rows {
+		n += len(r.RestaurantIds)
+	}
+	if n == 0 {
 		return rec, nil // a key without grants
 	}
-	rec.Grants = make([]auth.Grant, len(rows))
-	// By the list as received, then by the sorted list: one order of a
-	// set is what the rows almost always hold.
-	received, lists := map[string][]string{}, map[string][]string{}
-	for i, r := range rows {
-		scopes, ok := received[r.Scopes]
-		if !ok {
-			scopes = strings.Split(r.Scopes, ",")
-			slices.Sort(scopes)
-			scopes = slices.Clip(slices.Compact(scopes))
-			key := strings.Join(scopes, ",")
-			if l, ok := lists[key]; ok {
-				scopes = l
-			} else {
-				lists[key] = scopes
-			}
-			received[r.Scopes] = scopes
+	rec.Grants = make([]auth.Grant, 0, n)
+	// By the sorted list: one order of a set is what the rows almost
+	// always hold, and a list is sorted once per row, not per restaurant.
+	lists := map[string][]string{}
+	for _, r := range rows {
+		scopes := slices.Clone(r.Scopes)
+		slices.Sort(scopes)
+		scopes = slices.Clip(slices.Compact(scopes))
+		key := strings.Join(scopes, ",")
+		if l, ok := lists[key]; ok {
+			scopes = l
+		} else {
+			lists[key] = scopes
 		}
-		rec.Grants[i] = auth.Grant{RestaurantID: r.RestaurantID, Scopes: scopes}
+		for _, id := range r.RestaurantIds {
+			rec.Grants = append(rec.Grants, auth.Grant{RestaurantID: id, Scopes: scopes})
+		}
 	}
 	return rec, nil
 }
@@ -179,6 +182,9 @@ func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string,
 			return err
 		}
 		if err := addGrants(ctx, q, k.ID, grants); err != nil {
+			return err
+		}
+		if err := q.KeyGrantSetsRebuild(ctx, k.ID); err != nil {
 			return err
 		}
 		info = KeyInfo{PublicID: k.PublicID, Label: k.Label, CreatedAt: k.CreatedAt,
@@ -288,7 +294,10 @@ func (s *Store) KeyGrant(ctx context.Context, publicID string, grants []auth.Gra
 		if err := requireRestaurants(ctx, q, grants); err != nil {
 			return err
 		}
-		return addGrants(ctx, q, k.ID, grants)
+		if err := addGrants(ctx, q, k.ID, grants); err != nil {
+			return err
+		}
+		return q.KeyGrantSetsRebuild(ctx, k.ID)
 	})
 }
 
@@ -314,8 +323,10 @@ func (s *Store) KeyUngrant(ctx context.Context, publicID string, g auth.Grant) (
 		}
 		// A token that lost a grant is dead for good: restoring the grant
 		// must not revive it.
-		_, err = q.SessionDeleteCarrying(ctx, db.SessionDeleteCarryingParams{KeyID: k.ID, RestaurantID: restaurantID, Scopes: nonNil(scopes)})
-		return err
+		if _, err = q.SessionDeleteCarrying(ctx, db.SessionDeleteCarryingParams{KeyID: k.ID, RestaurantID: restaurantID, Scopes: nonNil(scopes)}); err != nil {
+			return err
+		}
+		return q.KeyGrantSetsRebuild(ctx, k.ID)
 	})
 	return n, err
 }

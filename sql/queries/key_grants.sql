@@ -34,3 +34,11 @@ WHERE kg.key_id = sqlc.arg(key_id) AND kg.restaurant_id > sqlc.arg(after)::text
 GROUP BY kg.restaurant_id
 ORDER BY kg.restaurant_id
 LIMIT sqlc.arg(max_rows);
+
+-- name: KeyGrantSetsRebuild :exec
+-- Serves the key commands, last in their transaction: rebuilds the key's
+-- summary that KeyAuthLookup reads (foodsafe_key_grant_sets_rebuild,
+-- migration 00043: key_grants_pkey, prefix key_id, then
+-- key_grant_sets_pkey). The statements before it deleted the old summary
+-- (the key_grant_sets_stale_* triggers).
+SELECT foodsafe_key_grant_sets_rebuild(sqlc.arg(key_id)::bigint);

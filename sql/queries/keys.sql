@@ -1,21 +1,28 @@
 -- name: KeyAuthLookup :many
 -- Serves every authenticated request the key cache cannot answer: the key
--- and its grants in one round trip, one row per granted restaurant with
--- its scopes joined by commas (a key of 20,000 restaurants x 25 scopes is
--- 20,000 rows, not 500,000, and no array of 500,000 sorted twice).
--- api_keys_public_id_key, then key_grants_pkey (prefix key_id), read in
--- index order: the GROUP BY streams over it, one restaurant after the
--- other, with no sort and no hash table; each list's scopes come in index
--- order (the caller sorts what it receives, and shares one list between
--- restaurants holding the same scopes). A key without grants is one row
--- with an empty restaurant id.
+-- and its grants in one round trip, one row per scope set the key holds,
+-- with every restaurant holding that set (key_grant_sets, migration
+-- 00043): a key of 20,000 restaurants x 25 scopes, the same on each, is
+-- one row of 20,000 ids, not 500,000 grant rows. A key whose sets are
+-- missing (its grants changed by hand and not rebuilt) is read from
+-- key_grants instead, one row per restaurant, which is correct at the old
+-- cost. The caller sorts the scopes it receives and shares one list
+-- between restaurants holding the same scopes. api_keys_public_id_key,
+-- then key_grant_sets_pkey (prefix key_id), or key_grants_pkey (prefix
+-- key_id) read in index order, its GROUP BY streaming with no sort. A key
+-- without grants is one row with NULL arrays.
 SELECT k.id, k.public_id, k.secret_sha256, k.expires_at, k.revoked_at,
-       COALESCE(g.restaurant_id, '')::text AS restaurant_id, COALESCE(g.scopes, '')::text AS scopes
+       g.restaurant_ids::text[] AS restaurant_ids, g.scopes::text[] AS scopes
 FROM api_keys k
 LEFT JOIN LATERAL (
-    SELECT kg.restaurant_id, string_agg(kg.scope, ',') AS scopes
+    SELECT s.restaurant_ids, s.scopes
+    FROM key_grant_sets s
+    WHERE s.key_id = k.id
+    UNION ALL
+    SELECT ARRAY[kg.restaurant_id], array_agg(kg.scope)
     FROM key_grants kg
     WHERE kg.key_id = k.id
+      AND NOT EXISTS (SELECT FROM key_grant_sets s WHERE s.key_id = k.id)
     GROUP BY kg.restaurant_id) g ON true
 WHERE k.public_id = sqlc.arg(public_id);
 

@@ -118,3 +118,17 @@ func (q *Queries) GrantRemoveScopes(ctx context.Context, arg GrantRemoveScopesPa
 	}
 	return result.RowsAffected(), nil
 }
+
+const KeyGrantSetsRebuild = `-- name: KeyGrantSetsRebuild :exec
+SELECT foodsafe_key_grant_sets_rebuild($1::bigint)
+`
+
+// Serves the key commands, last in their transaction: rebuilds the key's
+// summary that KeyAuthLookup reads (foodsafe_key_grant_sets_rebuild,
+// migration 00043: key_grants_pkey, prefix key_id, then
+// key_grant_sets_pkey). The statements before it deleted the old summary
+// (the key_grant_sets_stale_* triggers).
+func (q *Queries) KeyGrantSetsRebuild(ctx context.Context, keyID int64) error {
+	_, err := q.db.Exec(ctx, KeyGrantSetsRebuild, keyID)
+	return err
+}

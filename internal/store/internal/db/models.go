@@ -174,6 +174,15 @@ type KeyGrant struct {
 	GrantedAt    time.Time
 }
 
+// A summary of key_grants for KeyAuthLookup: per key, one row per distinct set of scopes with every restaurant holding exactly that set. Deleted by the key_grant_sets_stale_* triggers of key_grants whenever the key's grants change, rebuilt by foodsafe_key_grant_sets_rebuild (the key commands call it); a key without rows here is read from key_grants. Never edit by hand: call foodsafe_key_grant_sets_rebuild(key_id).
+type KeyGrantSet struct {
+	KeyID int64
+	// The scope set, sorted: the scopes each restaurant of the row holds, no more and no fewer.
+	Scopes []string
+	// Every restaurant on which the key holds exactly scopes, sorted; each of the key's restaurants is in one row.
+	RestaurantIds []string
+}
+
 // Mobile session tokens (fst_<public_id>.<secret>). A token is refused once expired, once its key is revoked or expired, or once the key lost any grant the token carries.
 type MobileSession struct {
 	ID          int64
