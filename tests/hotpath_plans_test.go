@@ -26,7 +26,7 @@ import (
 // picks another index (records_walk_idx for a lookup by record id, say),
 // scans a table sequentially or sorts fails the test.
 var hotPathIndexes = map[string][]string{
-	"KeyAuthLookup":           {"api_keys_public_id_key", "key_grants_pkey"},
+	"KeyAuthLookup":           {"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"},
 	"SessionAuthLookup":       {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
 	"RecordGet":               {"records_pkey"},
 	"RecordWalkPage":          {"records_walk_idx", "record_changes_lifetime_idx"},
@@ -287,6 +287,8 @@ func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
 	execSQL(t, dbURL, `
 		INSERT INTO key_grants (key_id, restaurant_id, scope)
 		SELECT k.id, 'r' || (k.id % 3 + 1), s FROM api_keys k, unnest(ARRAY['areas:read', 'drive-files:read']) s`)
+	// What the key commands leave: every key's grants summarised (migration 00043).
+	execSQL(t, dbURL, `SELECT foodsafe_key_grant_sets_rebuild(id) FROM api_keys`)
 	execSQL(t, dbURL, `
 		INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
 		SELECT 'hotpathsess' || lpad(k.id::text, 7, '0'), $1, k.id, now() + interval '1 hour' FROM api_keys k`, secret[:])

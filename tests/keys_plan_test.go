@@ -47,7 +47,7 @@ func TestKeyLookupPlanBesideALargeKey(t *testing.T) {
 		require.NotNil(t, lookup, "%s: KeyAuthLookup did not run", key)
 		for _, generic := range []bool{false, true} {
 			plan := explain(t, dbURL, *lookup, generic)
-			requirePlanReads(t, plan, []string{"api_keys_public_id_key", "key_grants_pkey"}, false, "%s, generic=%v", key, generic)
+			requirePlanReads(t, plan, []string{"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"}, false, "%s, generic=%v", key, generic)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +29,8 @@ import (
 //   - create: `keys create` of the whole key (the store's batched inserts);
 //   - first-request: the key's lookup (KeyAuthLookup) and the principal
 //     made once from it (auth.KeyRecord.Index): what the first request of
-//     the key costs beyond its own work;
+//     the key costs beyond its own work; cached-bytes is the heap the
+//     record and its principal keep (what the key cache holds);
 //   - poll: a GET /v1/changes page from the position a full listing
 //     handed back, nothing changed since;
 //   - page: a page of 100 of the full listing, from the middle;
@@ -88,15 +90,16 @@ func BenchmarkLargeKey(b *testing.B) {
 		})
 		cred, ok := auth.ParseCredential(issued.Full)
 		require.True(b, ok)
-		first := func() *auth.Principal {
+		lookup := func() (*auth.KeyRecord, *auth.Principal) {
 			// st has no key cache: every lookup is the first.
 			rec, err := st.KeyForAuth(ctx, issued.PublicID)
 			require.NoError(b, err)
 			rec.Index()
 			p, reason := rec.Check(cred, time.Now())
 			require.Empty(b, reason)
-			return p
+			return rec, p
 		}
+		first := func() *auth.Principal { _, p := lookup(); return p }
 		groups := first().Streams().Groups
 		require.Len(b, groups, 1)
 		// Nothing changes after this position.
@@ -106,6 +109,16 @@ func BenchmarkLargeKey(b *testing.B) {
 			for b.Loop() {
 				first()
 			}
+			// What the key cache holds for the key: the record with its
+			// principal (heap growth across one lookup kept alive).
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			rec, _ := lookup()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(rec)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "cached-bytes")
 		})
 		b.Run(stats+"/full-listing", func(b *testing.B) {
 			pages := 0
