@@ -31,6 +31,8 @@ import (
 //     made once from it (auth.KeyRecord.Index): what the first request of
 //     the key costs beyond its own work; cached-bytes is the heap the
 //     record and its principal keep (what the key cache holds);
+//   - rebuild: foodsafe_key_grant_sets_rebuild of the key, what the key
+//     commands add to their transaction and migration 00043 costs per key;
 //   - poll: a GET /v1/changes page from the position a full listing
 //     handed back, nothing changed since;
 //   - page: a page of 100 of the full listing, from the middle;
@@ -119,6 +121,13 @@ func BenchmarkLargeKey(b *testing.B) {
 			runtime.ReadMemStats(&after)
 			runtime.KeepAlive(rec)
 			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "cached-bytes")
+		})
+		b.Run(stats+"/rebuild", func(b *testing.B) {
+			for b.Loop() {
+				_, err := st.Pool().Exec(ctx, `SELECT foodsafe_key_grant_sets_rebuild(id) FROM api_keys WHERE public_id = $1`,
+					issued.PublicID)
+				require.NoError(b, err)
+			}
 		})
 		b.Run(stats+"/full-listing", func(b *testing.B) {
 			pages := 0
