@@ -26,23 +26,24 @@ import (
 // picks another index (records_walk_idx for a lookup by record id, say),
 // scans a table sequentially or sorts fails the test.
 var hotPathIndexes = map[string][]string{
-	"KeyAuthLookup":           {"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"},
-	"SessionAuthLookup":       {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
-	"RecordGet":               {"records_pkey"},
-	"RecordWalkPage":          {"records_walk_idx", "record_changes_lifetime_idx"},
-	"RecordWalkFirstPage":     {"records_walk_idx"},
-	"RecordChangeByMutation":  {"record_changes_pkey"},
-	"StreamNextSequence":      {"collection_streams_pkey"},
-	"RecordApplyChange":       {"collection_streams_pkey", "record_changes_pkey", "records_pkey"},
-	"RecordChangeAppend":      {"record_changes_pkey"},
-	"RecordSupersedePrevious": {"records_pkey", "record_changes_pkey"},
-	"RecordUpsertCurrent":     {"record_changes_pkey", "records_pkey"},
-	"AssetListForRecord":      {"records_pkey", "asset_uploads_pkey"},
-	"DeliveryGet":             {"deliveries_pkey"},
-	"DeliveryListFirst":       {"deliveries_list_idx"},
-	"DeliveryListAfter":       {"deliveries_list_idx"},
-	"DeliveryImageList":       {"deliveries_pkey", "delivery_images_pkey"},
-	"UploadQuotaUsed":         {"upload_quota_pkey"},
+	"KeyAuthLookup":            {"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"},
+	"SessionAuthLookup":        {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
+	"RecordGet":                {"records_pkey"},
+	"RecordWalkPage":           {"records_walk_idx", "record_changes_lifetime_idx"},
+	"RecordWalkFirstPage":      {"records_walk_idx"},
+	"RecordChangeByMutation":   {"record_changes_pkey"},
+	"RecordChangesByMutations": {"record_changes_pkey"},
+	"StreamNextSequence":       {"collection_streams_pkey"},
+	"RecordApplyChange":        {"collection_streams_pkey", "record_changes_pkey", "records_pkey"},
+	"RecordChangeAppend":       {"record_changes_pkey"},
+	"RecordSupersedePrevious":  {"records_pkey", "record_changes_pkey"},
+	"RecordUpsertCurrent":      {"record_changes_pkey", "records_pkey"},
+	"AssetListForRecord":       {"records_pkey", "asset_uploads_pkey"},
+	"DeliveryGet":              {"deliveries_pkey"},
+	"DeliveryListFirst":        {"deliveries_list_idx"},
+	"DeliveryListAfter":        {"deliveries_list_idx"},
+	"DeliveryImageList":        {"deliveries_pkey", "delivery_images_pkey"},
+	"UploadQuotaUsed":          {"upload_quota_pkey"},
 	// GET /v1/changes of a key of many restaurants, from a position: the
 	// streams changed service-wide. (Its fallback, StreamsChanged, probes
 	// a window of the key's restaurants in collection_streams_changed_idx,
@@ -186,6 +187,10 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	_, _, err = st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r2", Collection: "areas", RecordID: mid},
 		MutationID: "hot-path-1", Data: body, CapturedAt: 1, PayloadVersion: 1, RequestSHA256: digest[:]}, 1)
 	require.NoError(t, err)
+	// A batch's replay checks, in one statement.
+	res := st.RecordIngestMany(ctx, []store.Mutation{{RecordKey: store.RecordKey{RestaurantID: "r2", Collection: "areas", RecordID: mid},
+		MutationID: "hot-path-1", Data: body, CapturedAt: 1, PayloadVersion: 1, RequestSHA256: digest[:]}}, []int64{1})
+	require.NoError(t, res[0].Err)
 	// Again with the statements ingest runs on Citus.
 	st.UseDistributedIngest()
 	_, _, err = st.RecordIngest(ctx, store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r2", Collection: "areas", RecordID: mid},

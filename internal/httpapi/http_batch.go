@@ -61,13 +61,10 @@ func (a *API) ingestBatch(c *gin.Context) error {
 	if !a.admitBatch(c, len(items)) {
 		return nil
 	}
-	p, restaurant := principal(c), c.Param("restaurantId")
+	applied := a.batchApply(c, principal(c), c.Param("restaurantId"), items)
 	out := make([]BatchResult, len(items))
 	for i, it := range items {
-		if err := c.Request.Context().Err(); err != nil {
-			return err
-		}
-		r, err := a.batchApply(c, p, restaurant, it)
+		r, err := applied[i].BatchResult, applied[i].err
 		// A client gone mid-batch fails its item as it fails a single PUT:
 		// counted client_closed, not internal.
 		o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, c.Request.Context().Err() != nil)
@@ -77,9 +74,10 @@ func (a *API) ingestBatch(c *gin.Context) error {
 		}
 		a.metrics.IngestWrite(w, col, o, reason)
 		if err != nil {
-			if e, ok := apperr.As(err); !ok || apperr.KindOf(e.Code).Status >= http.StatusInternalServerError {
-				// The store failed: what follows would fail alike. The
-				// batch's answer is the failure; resending it is safe.
+			if failed(err) {
+				// The store failed: what follows failed alike, or was not
+				// tried. The batch's answer is the failure; resending it is
+				// safe.
 				return err
 			}
 			pr := a.problemFor(c, err)
@@ -93,36 +91,95 @@ func (a *API) ingestBatch(c *gin.Context) error {
 	return nil
 }
 
-// batchApply applies one item through its single PUT's own path, after
-// its single PUT's access rule and size limit.
-func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, it batchItem) (BatchResult, error) {
+// failed says whether an item's error is the service's failure (5xx)
+// rather than the item's refusal.
+func failed(err error) bool {
+	e, ok := apperr.As(err)
+	return !ok || apperr.KindOf(e.Code).Status >= http.StatusInternalServerError
+}
+
+// itemApplied is an item's answer, or its error.
+type itemApplied struct {
+	BatchResult
+	err error
+}
+
+// batchApply judges every item by its single PUT's access rule, size limit
+// and validation, and applies those that pass, in array order: each run of
+// snapshots between deliveries through the store in one go
+// (store.RecordIngestMany: its statements pipelined, not a round trip
+// each), each delivery by its single PUT's path. Once the store has failed
+// (a 5xx), the items after are not tried: their answers stay empty, and
+// ingestBatch answers the failure before it reaches them.
+func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, items []batchItem) []itemApplied {
 	ctx := c.Request.Context()
-	n := snapshotWrite
-	if it.delivery {
-		n = deliveryWrite
+	out := make([]itemApplied, len(items))
+	var (
+		run []int // snapshots waiting for the store, in order
+		ms  []store.Mutation
+		at  []int64
+	)
+	flush := func() bool {
+		if len(run) == 0 {
+			return true
+		}
+		res := a.store.RecordIngestMany(ctx, ms, at)
+		ok := true
+		for j, i := range run {
+			out[i] = snapshotApplied(res[j])
+			ok = ok && (res[j].Err == nil || !failed(res[j].Err))
+		}
+		run, ms, at = run[:0], ms[:0], at[:0]
+		return ok
 	}
-	if err := allow(p, batchParams{restaurant: restaurant, collection: it.collection}, n); err != nil {
-		return BatchResult{}, err
+	for i, it := range items {
+		n := snapshotWrite
+		if it.delivery {
+			n = deliveryWrite
+		}
+		if err := allow(p, batchParams{restaurant: restaurant, collection: it.collection}, n); err != nil {
+			out[i].err = err
+			continue
+		}
+		if int64(len(it.body)) > a.cfg.MaxBodyBytes {
+			out[i].err = apperr.New(apperr.PayloadTooLarge, "The item exceeds the limit of %d bytes of a single body.", a.cfg.MaxBodyBytes)
+			continue
+		}
+		id, mutationID := identity(it.body)
+		if it.delivery {
+			if !flush() {
+				return out
+			}
+			d, replayed, err := a.deliveryIngest(ctx, restaurant, id, it.body)
+			out[i] = itemApplied{BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: d}, err}
+			if err != nil && failed(err) {
+				return out
+			}
+			continue
+		}
+		k := store.RecordKey{RestaurantID: restaurant, Collection: it.collection, RecordID: id}
+		m, receivedAt, err := a.snapshotMutation(k, mutationID, it.body)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		run, ms, at = append(run, i), append(ms, m), append(at, receivedAt)
 	}
-	if int64(len(it.body)) > a.cfg.MaxBodyBytes {
-		return BatchResult{}, apperr.New(apperr.PayloadTooLarge, "The item exceeds the limit of %d bytes of a single body.", a.cfg.MaxBodyBytes)
+	flush()
+	return out
+}
+
+// snapshotApplied is a snapshot's answer from its outcome in the store.
+func snapshotApplied(o store.IngestOutcome) itemApplied {
+	if o.Err != nil {
+		return itemApplied{err: o.Err}
 	}
-	id, mutationID := identity(it.body)
-	if it.delivery {
-		d, replayed, err := a.deliveryIngest(ctx, restaurant, id, it.body)
-		return BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: d}, err
-	}
-	k := store.RecordKey{RestaurantID: restaurant, Collection: it.collection, RecordID: id}
-	env, how, err := a.snapshotIngest(ctx, k, mutationID, it.body)
-	if err != nil {
-		return BatchResult{}, err
-	}
-	replayed := how != store.Applied
-	r := BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: env}
-	if how == store.ReplayedCompacted {
+	replayed := o.How != store.Applied
+	r := BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: o.Envelope}
+	if o.How == store.ReplayedCompacted {
 		r.ReplayedState = "compacted"
 	}
-	return r, nil
+	return itemApplied{BatchResult: r}
 }
 
 // identity is the id and mutationId of an item's body, "" where absent,

@@ -140,14 +140,25 @@ func (a *API) recordPut(c *gin.Context) error {
 }
 
 // snapshotIngest validates a snapshot body for the record k and applies
-// it: every rule of spec 4.6 but those on the request line and headers,
-// for the single PUT and each snapshot of a batch alike.
+// it: every rule of spec 4.6 but those on the request line and headers.
 func (a *API) snapshotIngest(ctx context.Context, k store.RecordKey, mutationID string, body []byte) (wire.Envelope, store.Ingested, error) {
+	m, receivedAt, err := a.snapshotMutation(k, mutationID, body)
+	if err != nil {
+		return wire.Envelope{}, 0, err
+	}
+	return a.store.RecordIngest(ctx, m, receivedAt)
+}
+
+// snapshotMutation validates a snapshot body for the record k: every rule
+// of spec 4.6 the body carries, for the single PUT and each snapshot of a
+// batch alike. It returns the mutation to apply and its receive time; the
+// store judges the rest (replay, conflict, backfill).
+func (a *API) snapshotMutation(k store.RecordKey, mutationID string, body []byte) (store.Mutation, int64, error) {
 	restaurant, collection, recordID := k.RestaurantID, k.Collection, k.RecordID
 	// The body is read once: its document, and data's text as sent.
 	doc, rawData, err := validate.DecodeKeeping(body, "data")
 	if err != nil {
-		return wire.Envelope{}, 0, err
+		return store.Mutation{}, 0, err
 	}
 	errs := a.schemas.Validate("ingest", doc, "")
 	errs = append(errs, pathEcho(doc, "id", recordID, "recordId")...)
@@ -170,7 +181,7 @@ func (a *API) snapshotIngest(ctx context.Context, k store.RecordKey, mutationID 
 		errs = append(errs, a.schemas.Validate(collection+".data", data, "/data")...)
 	}
 	if len(errs) > 0 || !capturedOK {
-		return wire.Envelope{}, 0, validate.Invalid(errs)
+		return store.Mutation{}, 0, validate.Invalid(errs)
 	}
 	// Integer fields take their integer form (1.0 becomes 1), so a typed
 	// client can decode them; the rest of data stays as sent. The digest
@@ -181,7 +192,7 @@ func (a *API) snapshotIngest(ctx context.Context, k store.RecordKey, mutationID 
 	}
 	digest, err := wire.RequestDigest(doc)
 	if err != nil {
-		return wire.Envelope{}, 0, err
+		return store.Mutation{}, 0, err
 	}
 	col, _ := catalog.Lookup(collection)
 	m := store.Mutation{
@@ -194,12 +205,12 @@ func (a *API) snapshotIngest(ctx context.Context, k store.RecordKey, mutationID 
 		// the decoded form: numbers keep their text (but for integer
 		// fields), members their order.
 		if m.Data, err = validate.ReplaceNumbers(rawData, integers); err != nil {
-			return wire.Envelope{}, 0, err
+			return store.Mutation{}, 0, err
 		}
 	}
 	// receivedAt is never before capturedAt (spec 2.3): a device clock a
 	// little ahead, within the tolerated skew, moves receivedAt with it.
 	// The store raises it further to the stream's last receivedAt, under
 	// the stream's lock, so it never decreases along the stream.
-	return a.store.RecordIngest(ctx, m, max(now, capturedAt))
+	return m, max(now, capturedAt), nil
 }

@@ -73,7 +73,13 @@ func noBackfill(ctx context.Context, q *db.Queries, restaurantID string, at int6
 	if err != nil {
 		return translate(err)
 	}
-	if at < r.EnabledAt.UnixMilli() {
+	return backfill(r.EnabledAt.UnixMilli(), at, pointer)
+}
+
+// backfill is noBackfill's rule for a restaurant enabled at enabledAt
+// (epoch ms).
+func backfill(enabledAt, at int64, pointer string) error {
+	if at < enabledAt {
 		return &apperr.Error{Code: apperr.Invalid,
 			Detail: "The record was captured before capture was enabled for this restaurant; the service holds no backfill.",
 			Errors: []apperr.FieldError{{Pointer: pointer, Detail: "is before capture was enabled for this restaurant; the service holds no backfill"}}}

@@ -7,6 +7,17 @@ SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, dat
 FROM record_changes
 WHERE restaurant_id = sqlc.arg(restaurant_id) AND mutation_id = sqlc.arg(mutation_id);
 
+-- name: RecordChangesByMutations :many
+-- Serves batch ingest: RecordChangeByMutation for many mutation ids of one
+-- restaurant in one statement, the replay check of every snapshot of a
+-- batch in one round trip. An id with no change returns no row.
+-- record_changes_pkey (one probe per id).
+SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+       received_at, source_version, payload_version, request_sha256, superseded_by, superseded_at,
+       compacted_at
+FROM record_changes
+WHERE restaurant_id = sqlc.arg(restaurant_id) AND mutation_id = ANY (sqlc.arg(mutation_ids)::text[]);
+
 -- The compaction job (RecordChangesCompact) works one restaurant at a
 -- time, in batches of max_rows, so each statement runs on one shard on
 -- Citus, holds its row locks for one batch only and never blocks ingest:

@@ -47,6 +47,59 @@ func (q *Queries) RecordChangeByMutation(ctx context.Context, arg RecordChangeBy
 	return i, err
 }
 
+const RecordChangesByMutations = `-- name: RecordChangesByMutations :many
+SELECT restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
+       received_at, source_version, payload_version, request_sha256, superseded_by, superseded_at,
+       compacted_at
+FROM record_changes
+WHERE restaurant_id = $1 AND mutation_id = ANY ($2::text[])
+`
+
+type RecordChangesByMutationsParams struct {
+	RestaurantID string
+	MutationIds  []string
+}
+
+// Serves batch ingest: RecordChangeByMutation for many mutation ids of one
+// restaurant in one statement, the replay check of every snapshot of a
+// batch in one round trip. An id with no change returns no row.
+// record_changes_pkey (one probe per id).
+func (q *Queries) RecordChangesByMutations(ctx context.Context, arg RecordChangesByMutationsParams) ([]RecordChange, error) {
+	rows, err := q.db.Query(ctx, RecordChangesByMutations, arg.RestaurantID, arg.MutationIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordChange{}
+	for rows.Next() {
+		var i RecordChange
+		if err := rows.Scan(
+			&i.RestaurantID,
+			&i.Collection,
+			&i.Sequence,
+			&i.RecordID,
+			&i.MutationID,
+			&i.Deleted,
+			&i.Data,
+			&i.CapturedAt,
+			&i.ReceivedAt,
+			&i.SourceVersion,
+			&i.PayloadVersion,
+			&i.RequestSha256,
+			&i.SupersededBy,
+			&i.SupersededAt,
+			&i.CompactedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const RecordChangesCompact = `-- name: RecordChangesCompact :execrows
 UPDATE record_changes c
 SET data = NULL, compacted_at = $1::bigint

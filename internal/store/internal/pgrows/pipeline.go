@@ -10,8 +10,11 @@ package pgrows
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
@@ -71,9 +74,8 @@ func RecordIngestApply(ctx context.Context, conn db.DBTX, stream db.StreamNextSe
 		return db.RecordApplyChangeRow{}, errors.New("pgrows: RecordIngestApply needs a pool or connection that pipelines, outside a transaction")
 	}
 	b := &pgx.Batch{}
-	b.Queue(db.StreamNextSequence, stream.RestaurantID, stream.Collection, stream.ReceivedAt)
-	b.Queue(db.RecordApplyChange, arg.RecordID, arg.MutationID, arg.Deleted, arg.Data, arg.CapturedAt,
-		arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256, arg.RestaurantID, arg.Collection)
+	b.Queue(db.StreamNextSequence, streamArgs(stream)...)
+	b.Queue(db.RecordApplyChange, applyArgs(arg)...)
 	br := sender.SendBatch(ctx, b)
 	var next db.StreamNextSequenceRow
 	streamErr := br.QueryRow().Scan(&next.LastSequence, &next.LastReceivedAt)
@@ -89,4 +91,168 @@ func RecordIngestApply(ctx context.Context, conn db.DBTX, stream db.StreamNextSe
 		}
 	}
 	return i, nil
+}
+
+// Applied is one change's outcome in RecordIngestApplyEach: the row its
+// RecordApplyChange returned, or the error that rolled its transaction
+// back (or, after a failure of the connection, that error).
+type Applied struct {
+	Row db.RecordApplyChangeRow
+	Err error
+}
+
+// The names RecordIngestApplyEach prepares its statements under, on each
+// connection once.
+const (
+	streamNextSequenceStmt = "pgrows_stream_next_sequence"
+	recordApplyChangeStmt  = "pgrows_record_apply_change"
+)
+
+// RecordIngestApplyEach is RecordIngestApply for many changes at once:
+// StreamNextSequence then RecordApplyChange for each, every pair followed
+// by a Sync of its own, all sent before any answer is read. Each pair is
+// one implicit transaction that commits at its Sync, exactly as a single
+// RecordIngestApply: a pair that fails rolls back alone (its position with
+// it) and the server runs the next pair as if nothing happened, so one
+// change's failure never aborts another's. The whole pipeline costs one
+// round trip (and, on a connection's first use, two more to prepare the
+// statements), where a change at a time costs one each.
+//
+// A change's error is a *pgconn.PgError (a unique violation of
+// record_changes_pkey when its mutation id was taken meanwhile). Any other
+// error leaves the connection unusable: that change and every later one
+// carry it, though the server may have committed some of them (each is
+// then found by its mutation id). The conn's tracer, if it traces batches,
+// sees the statements as it sees a pgx.Batch's.
+func RecordIngestApplyEach(ctx context.Context, conn *pgx.Conn, streams []db.StreamNextSequenceParams, args []db.RecordApplyChangeParams) []Applied {
+	out := make([]Applied, len(args))
+	if len(streams) != len(args) {
+		return failFrom(out, 0, errors.New("pgrows: RecordIngestApplyEach needs one stream per change"))
+	}
+	if len(args) == 0 {
+		return out
+	}
+	next, err := conn.Prepare(ctx, streamNextSequenceStmt, db.StreamNextSequence)
+	if err != nil {
+		return failFrom(out, 0, err)
+	}
+	apply, err := conn.Prepare(ctx, recordApplyChangeStmt, db.RecordApplyChange)
+	if err != nil {
+		return failFrom(out, 0, err)
+	}
+	tracer, _ := conn.Config().Tracer.(pgx.BatchTracer)
+	if tracer != nil {
+		b := &pgx.Batch{}
+		for i := range args {
+			b.Queue(db.StreamNextSequence, streamArgs(streams[i])...)
+			b.Queue(db.RecordApplyChange, applyArgs(args[i])...)
+		}
+		ctx = tracer.TraceBatchStart(ctx, conn, pgx.TraceBatchStartData{Batch: b})
+	}
+	m := conn.TypeMap()
+	p := conn.PgConn().StartPipeline(ctx)
+	var eqb pgx.ExtendedQueryBuilder
+	send := func(sd *pgconn.StatementDescription, a []any) error {
+		if err := eqb.Build(m, sd, a); err != nil {
+			return err
+		}
+		p.SendQueryPrepared(sd.Name, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		return nil
+	}
+	for i := range args {
+		if err := send(next, streamArgs(streams[i])); err != nil {
+			return endEach(ctx, conn, tracer, p, failFrom(out, 0, err))
+		}
+		if err := send(apply, applyArgs(args[i])); err != nil {
+			return endEach(ctx, conn, tracer, p, failFrom(out, 0, err))
+		}
+		p.SendPipelineSync()
+	}
+	if err := p.Flush(); err != nil {
+		return endEach(ctx, conn, tracer, p, failFrom(out, 0, err))
+	}
+	for i := range args {
+		var s db.StreamNextSequenceRow
+		err := scanResult(p, m, &s.LastSequence, &s.LastReceivedAt)
+		traceQuery(ctx, conn, tracer, db.StreamNextSequence, streamArgs(streams[i]), err)
+		if err == nil {
+			r := &out[i].Row
+			err = scanResult(p, m, &r.RestaurantID, &r.Collection, &r.Sequence, &r.RecordID, &r.MutationID,
+				&r.Deleted, &r.Data, &r.CapturedAt, &r.ReceivedAt, &r.SourceVersion, &r.PayloadVersion)
+			traceQuery(ctx, conn, tracer, db.RecordApplyChange, applyArgs(args[i]), err)
+		}
+		var pgErr *pgconn.PgError
+		if err != nil && !errors.As(err, &pgErr) {
+			return endEach(ctx, conn, tracer, p, failFrom(out, i, err))
+		}
+		out[i].Err = err
+		// The pair's Sync: after a failure the server skipped the rest of
+		// the pair, and so does the pipeline's reader.
+		res, err := p.GetResults()
+		if _, ok := res.(*pgconn.PipelineSync); err == nil && !ok {
+			err = fmt.Errorf("pgrows: expected the Sync of change %d, got %T", i, res)
+		}
+		if err != nil {
+			return endEach(ctx, conn, tracer, p, failFrom(out, i+1, err))
+		}
+	}
+	return endEach(ctx, conn, tracer, p, out)
+}
+
+// streamArgs and applyArgs are the arguments of StreamNextSequence and
+// RecordApplyChange in sqlc's order, for every pipeline that sends them.
+func streamArgs(s db.StreamNextSequenceParams) []any {
+	return []any{s.RestaurantID, s.Collection, s.ReceivedAt}
+}
+
+func applyArgs(a db.RecordApplyChangeParams) []any {
+	return []any{a.RecordID, a.MutationID, a.Deleted, a.Data, a.CapturedAt,
+		a.SourceVersion, a.PayloadVersion, a.RequestSha256, a.RestaurantID, a.Collection}
+}
+
+// scanResult reads the next statement's one row into dst: pgx.ErrNoRows
+// when it returned none, its *pgconn.PgError when it failed.
+func scanResult(p *pgconn.Pipeline, m *pgtype.Map, dst ...any) error {
+	res, err := p.GetResults()
+	if err != nil {
+		return err
+	}
+	rr, ok := res.(*pgconn.ResultReader)
+	if !ok {
+		return fmt.Errorf("pgrows: expected a statement's result, got %T", res)
+	}
+	rows := pgx.RowsFromResultReader(m, rr)
+	err = pgx.ErrNoRows
+	if rows.Next() {
+		err = rows.Scan(dst...)
+	}
+	rows.Close()
+	if rows.Err() != nil {
+		return rows.Err()
+	}
+	return err
+}
+
+// failFrom gives err to every change from i on.
+func failFrom(out []Applied, i int, err error) []Applied {
+	for ; i < len(out); i++ {
+		out[i] = Applied{Err: err}
+	}
+	return out
+}
+
+// endEach closes the pipeline (a failed one closes its connection, which
+// the pool then drops) and ends the batch's trace.
+func endEach(ctx context.Context, conn *pgx.Conn, tracer pgx.BatchTracer, p *pgconn.Pipeline, out []Applied) []Applied {
+	err := p.Close()
+	if tracer != nil {
+		tracer.TraceBatchEnd(ctx, conn, pgx.TraceBatchEndData{Err: err})
+	}
+	return out
+}
+
+func traceQuery(ctx context.Context, conn *pgx.Conn, tracer pgx.BatchTracer, sql string, args []any, err error) {
+	if tracer != nil {
+		tracer.TraceBatchQuery(ctx, conn, pgx.TraceBatchQueryData{SQL: sql, Args: args, Err: err})
+	}
 }
