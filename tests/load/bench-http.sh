@@ -29,7 +29,8 @@
 # Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
 #   [BENCH_ROWS="words"] [BENCH_DB=name] [ENCODING=gzip|zstd]
 # BENCH_ROWS runs only the rows whose label contains one of the words
-# (e.g. BENCH_ROWS="deliveries walk" or BENCH_ROWS=ingest); default all.
+# (e.g. BENCH_ROWS="deliveries walk" or BENCH_ROWS=ingest, or
+# BENCH_ROWS=batch for batch ingest alone); default all.
 # BENCH_DB names the database (default foodsafe_bench_http, dropped
 # first), so two runs on one server do not drop each other's.
 # ENCODING makes every request accept that coding (Accept-Encoding), as
@@ -363,6 +364,101 @@ for streams in 1 8; do
   ingestrow "ingest, updates, $label" $streams update
   ingestrow "replays (not ingest), $label" $streams replay
 done
+
+# Batch ingest (POST .../batch): 8 writers, each sending batches of 500
+# new records (every mutation id one never sent before) into one stream
+# (r1/areas) or, batch by batch, over 8 (areas of r1..r8). items/s is the
+# changes committed during wrk's run over its length; "answered" the items
+# of the batches answered in it, each response read (a batch answered
+# with an item not applied is reported). Against, in the same run, with 8
+# clients:
+#   apply pipeline   what the batch runs for each item, StreamNextSequence
+#                    and RecordApplyChange in one pipeline, one implicit
+#                    transaction, one round trip per item (pgbench 15 has
+#                    no Sync inside a pipeline, so it cannot pipeline
+#                    across items as the service does; the batch's one
+#                    replay-check statement per 500 items is left out);
+#   PUT pipeline     the single PUT's statements as in the ingest rows
+#                    above (the replay check, then the same pipeline).
+cat >"$work/batch.lua" <<'LUA'
+local n = 0
+local threads = {}
+function setup(thread) n = n + 1; thread:set("tid", n); table.insert(threads, thread) end
+function init(args)
+  streams = tonumber(args[1]); run = args[2]; count = 0; ok = 0; bad = 0
+end
+function request()
+  count = count + 1
+  -- Two threads: each connection's first batch goes to a stream of its own.
+  local r = "r" .. ((count * 2 + tid) % streams + 1)
+  local items = {}
+  for i = 1, 500 do
+    local m = run .. "-w" .. tid .. "-" .. count .. "-" .. i
+    items[i] = '{"collection":"areas","snapshot":{"id":"new-' .. m .. '","restaurantId":"' .. r .. '","mutationId":"' .. m ..
+      '","payloadVersion":1,"capturedAt":"1700000000000","sourceVersion":null,"deleted":false,' ..
+      '"data":{"name":"bench ' .. m .. '","isDeleted":false}}}'
+  end
+  return wrk.format("POST", "/v1/ingest/restaurants/" .. r .. "/batch",
+    {["Content-Type"] = "application/json", ["Authorization"] = wrk.headers["Authorization"]},
+    '{"items":[' .. table.concat(items, ",") .. ']}')
+end
+function response(status, headers, body)
+  local _, applied = body:gsub('"status":200,"replayed":false', '')
+  ok = ok + applied
+  if status ~= 200 or applied ~= 500 then bad = bad + 1 end
+end
+function done()
+  local f = io.open(os.getenv("BENCH_COUNTS"), "w")
+  local o, b = 0, 0
+  for _, t in ipairs(threads) do o = o + t:get("ok"); b = b + t:get("bad") end
+  f:write(o, " ", b, "\n")
+  f:close()
+end
+LUA
+{
+  SUBST=$(ingestsubst "'new-' || :client_id || '-' || :m")
+  echo '\set r random(1, :streams)'
+  echo '\set m random(1, 9000000000000000000)'
+  echo '\startpipeline'
+  sql StreamNextSequence | sed -E "$SUBST"
+  sql RecordApplyChange | sed -E "$SUBST"
+  echo '\endpipeline'
+} >"$work/batch-apply.sql"
+batchrows=()
+# heads: the positions of every areas stream, summed: the changes
+# committed so far.
+heads() { psql "$DATABASE_URL" -Atc "SELECT coalesce(sum(last_sequence), 0) FROM collection_streams WHERE collection = 'areas'"; }
+batchrow() { # label streams
+  want "$1" || return 0
+  local out s0 s1 t0 t1 ok bad ta tb p50 p99 ips
+  checkpoint
+  # items/s: the changes committed while wrk ran, over its wall time (a
+  # batch takes seconds: the ones still running at the end count for what
+  # they committed, so the rate does not hang on how many ended in time).
+  s0=$(heads); t0=$(date +%s.%N)
+  out=$(BENCH_COUNTS=$work/batch-counts wrk -t"$THREADS" -c8 -d"$DURATION" --timeout 120s --latency -H "Authorization: Bearer $KEY" \
+    -s "$work/batch.lua" "$BASE/" -- "$2" "batch$RANDOM$RANDOM-s$2" 2>&1)
+  t1=$(date +%s.%N); s1=$(heads)
+  read -r p50 p99 < <(echo "$out" | awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) } END { printf "%.0f %.0f\n", p50, p99 }')
+  read -r ok bad <"$work/batch-counts"
+  ips=$(echo "($s1 - $s0) / ($t1 - $t0)" | bc -l)
+  ta=$(CONNECTIONS=8 pgtps "$work/batch-apply.sql" -D streams="$2")
+  tb=$(CONNECTIONS=8 pgtps "$work/ingest-new.sql" -D streams="$2")
+  local line
+  line=$(printf '%-42s %9.0f %8s %8s %13s (%5.2f) %13s (%5.2f) %9s' "$1" "$ips" "$p50" "$p99" "$ta" "$(echo "$ips / $ta" | bc -l)" \
+    "$tb" "$(echo "$ips / $tb" | bc -l)" "$ok")
+  if [ "${bad:-0}" != 0 ]; then line="$line  ($bad batches not wholly applied!)"; fi
+  batchrows+=("$line")
+}
+for streams in 1 8; do
+  batchrow "batch ingest, 500 a request, 8 writers, $([ $streams = 1 ] && echo one stream || echo 8 streams)" $streams
+done
+if [ ${#batchrows[@]} -gt 0 ]; then
+  printf '%-42s %9s %8s %8s %22s %22s %9s\n' "batch ingest" "items/s" "p50 ms" "p99 ms" "apply pipeline (ratio)" "PUT pipeline (ratio)" "answered"
+  printf '%s\n' "${batchrows[@]}"
+fi
+
 echo "ingest's statements as one BEGIN ... COMMIT transaction, a round trip each:"
 printf '%s\n' "${txrows[@]}"
 
