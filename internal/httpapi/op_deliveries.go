@@ -114,12 +114,16 @@ func (a *API) deliveryIngest(ctx context.Context, restaurant, id string, body []
 	// its integer form it decodes into the typed delivery, and is served
 	// as 2.
 	a.schemas.Integers("delivery", doc)
+	// receivedAt is the service's (readOnly in the schema): one sent back
+	// with a delivery read from the API is ignored, so that sending a
+	// stored delivery again is still its replay.
+	delete(doc, "receivedAt")
 	var d wire.Delivery
 	if err := remarshal(doc, &d); err != nil {
 		return wire.Delivery{}, false, err
 	}
 	d.RestaurantID = restaurant
-	digest, err := wire.RequestDigest(d)
+	digest, err := d.ContentDigest()
 	if err != nil {
 		return wire.Delivery{}, false, err
 	}

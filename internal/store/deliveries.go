@@ -194,6 +194,11 @@ func (t *tempsDecoder) fromRow(r db.Delivery) (wire.Delivery, error) {
 		Supplier:             wire.Supplier{ID: r.SupplierID, Name: r.SupplierName},
 		NonComplianceReasons: nonNil(r.NonComplianceReasons), CorrectiveActions: nonNil(r.CorrectiveActions),
 		Commentary: r.Commentary, ImageCount: r.ImageCount,
+		// A device clock ahead of the service's (within the skew ingest
+		// allows) checked a delivery "after" it was received: raised to
+		// occurredAt, as a record's receivedAt is raised to its
+		// capturedAt, so that receivedAt - occurredAt is never negative.
+		ReceivedAt: wire.Millis(max(r.ReceivedAt.UnixMilli(), r.OccurredAt)),
 	}
 	var ok bool
 	if d.TemperatureRecords, ok = t.decode(r.TemperatureRecords); !ok {

@@ -236,6 +236,7 @@ func (d *Delivery) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"imageCount":`...)
 	b = strconv.AppendInt(b, d.ImageCount, 10)
+	b = appendMillis(append(b, `,"receivedAt":`...), int64(d.ReceivedAt))
 	return append(b, '}'), nil
 }
 

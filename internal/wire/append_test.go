@@ -90,7 +90,7 @@ func TestDeliveryPageAppendJSONMatchesEncodingJSON(t *testing.T) {
 				{Product: "p", Value: "-0.5e+2"}, {Product: "zero"},
 			},
 			NonComplianceReasons: []string{tricky, ""}, CorrectiveActions: []string{"a"},
-			Commentary: &note, ImageCount: 3,
+			Commentary: &note, ImageCount: 3, ReceivedAt: 1763720000000,
 		}, {ID: "d2", RestaurantID: "r1"}}, NextCursor: &next},
 	}
 	appendsAsEncodingJSON(t, pages)
@@ -172,7 +172,7 @@ func TestAppendJSONIsByteForByte(t *testing.T) {
 			NextCursor: &next},
 		Page[Delivery]{Data: []Delivery{{ID: strs[1], RestaurantID: "r1", OccurredAt: 5, Supplier: Supplier{ID: strs[2], Name: strs[4]},
 			TemperatureRecords:   []TemperatureRecord{{Product: strs[2], Unit: "°C", Value: "3.50"}, {}},
-			NonComplianceReasons: strs, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: 1}, {}}},
+			NonComplianceReasons: strs, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: 1, ReceivedAt: 6}, {}}},
 	}
 	for i, v := range values {
 		got, err := v.AppendJSON(nil)
@@ -212,7 +212,7 @@ func FuzzAppendJSONIsEncodingJSON(f *testing.F) {
 		}{
 			Page[Delivery]{Data: []Delivery{{ID: s, RestaurantID: u, OccurredAt: -9223372036854775808, IsCompliant: true,
 				Supplier: Supplier{ID: u, Name: s}, TemperatureRecords: []TemperatureRecord{{Product: s, LotNumber: u, Unit: s, Value: json.Number(value)}},
-				NonComplianceReasons: []string{s, u}, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: -1}, {}}, NextCursor: &sv},
+				NonComplianceReasons: []string{s, u}, CorrectiveActions: []string{}, Commentary: &sv, ImageCount: -1, ReceivedAt: 9223372036854775807}, {}}, NextCursor: &sv},
 			WalkPage{Data: []Envelope{{ID: s, RestaurantID: u, Collection: s, Data: json.RawMessage(`{"a":1}`), MutationID: u,
 				SourceVersion: &sv, StateKind: s}, {ID: u, RestaurantID: u, Collection: s, StateKind: StateKind},
 				{ID: s, RestaurantID: s, Collection: u}}, NextCursor: &sv, ChangesCursor: &sv},

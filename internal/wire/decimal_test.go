@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -198,5 +199,47 @@ func TestRequestDigest(t *testing.T) {
 	}
 	if digest(d) != digest(decode(string(plain))) {
 		t.Error("a typed value and its document hash differently")
+	}
+}
+
+// A delivery's content digest is the digest of what its provider sent,
+// the one stored before the service sent receivedAt (the hex was computed
+// by RequestDigest of this delivery when Delivery had no ReceivedAt):
+// receivedAt, the service's, changes nothing in it, so a replay of a
+// delivery stored then is still a replay.
+func TestDeliveryContentDigestLeavesReceivedAtOut(t *testing.T) {
+	t.Parallel()
+	c := "note"
+	d := wire.Delivery{ID: "d1", RestaurantID: "r1", OccurredAt: 1763710200000, IsCompliant: true, Supplier: wire.Supplier{ID: "s", Name: "S"},
+		TemperatureRecords:   []wire.TemperatureRecord{{Product: "p", LotNumber: "L", Unit: "C", Value: "3.50"}},
+		NonComplianceReasons: []string{}, CorrectiveActions: []string{"x"}, Commentary: &c, ImageCount: 2}
+	const stored = "6ba37a4ca0b2d231795e29aab9fe8328ede18356c26e6fc95dace66285321082"
+	for _, at := range []wire.Millis{0, 1763720000000} {
+		d.ReceivedAt = at
+		got, err := d.ContentDigest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hex.EncodeToString(got) != stored {
+			t.Errorf("receivedAt %d: content digest %x, stored digests are %s", at, got, stored)
+		}
+	}
+	// The member is in the delivery's JSON all the same, and the plain
+	// request digest of that JSON differs: ContentDigest is what leaves
+	// it out.
+	plain, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plain), `"receivedAt":"1763720000000"`) {
+		t.Errorf("receivedAt missing from %s", plain)
+	}
+	if all, err := wire.RequestDigest(d); err != nil || hex.EncodeToString(all) == stored {
+		t.Errorf("RequestDigest of the whole delivery (%x, %v) ignores receivedAt", all, err)
+	}
+	// Anything the provider sent still counts.
+	d.ImageCount = 3
+	if got, err := d.ContentDigest(); err != nil || hex.EncodeToString(got) == stored {
+		t.Errorf("a different imageCount hashed alike (%v)", err)
 	}
 }

@@ -94,6 +94,24 @@ type Delivery struct {
 	CorrectiveActions    []string            `json:"correctiveActions" jsonschema:"Free-text actions taken."`
 	Commentary           *string             `json:"commentary" jsonschema:"Note, or null."`
 	ImageCount           int64               `json:"imageCount" jsonschema:"Number of photographs taken during the check, as the provider counted them; not checked against the delivery's images, which may be fewer (not all uploaded yet) or more."`
+	// ReceivedAt is the service's, not the provider's: set when the
+	// delivery was stored, never read from a request, and left out of
+	// its content digest (ContentDigest).
+	ReceivedAt Millis `json:"receivedAt" jsonschema:"When the service received the delivery: epoch milliseconds as a string of digits; later than occurredAt, possibly by hours or days when the device uploaded late (never earlier: a device clock ahead of the service's, within the allowed skew, is raised to occurredAt, as a record's receivedAt is raised to its capturedAt)."`
+}
+
+// ContentDigest is RequestDigest of the delivery as its provider sent it,
+// the digest that tells a replay from a conflict (deliveries'
+// content_sha256). ReceivedAt is the service's, so it is not part of it:
+// the digests stored before the service sent receivedAt stay the digests
+// of the same requests.
+func (d Delivery) ContentDigest() ([]byte, error) {
+	return RequestDigest(struct {
+		Delivery
+		// Hides the embedded member of the same name (the shallower
+		// field wins) and, being zero, leaves it out.
+		ReceivedAt Millis `json:"receivedAt,omitzero"`
+	}{Delivery: d})
 }
 
 // Page is a list page with its continuation.

@@ -139,7 +139,7 @@ type Delivery struct {
 	ImageCount           int64
 	// SHA-256 of the canonical JSON of the delivery as accepted; a repeated PUT with the same digest is a replay, any other is a conflict.
 	ContentSha256 []byte
-	// When the service stored the delivery; not exposed by the API.
+	// When the service stored the delivery (its transaction's start). Sent by the API as receivedAt, epoch milliseconds raised to occurred_at (a device clock ahead of the service's, within the allowed skew, checked the delivery after this).
 	ReceivedAt time.Time
 	// Position in the restaurant's delivery stream (collection_streams, collection 'deliveries'), in receive order: what the delivery changes cursor pages by, whatever occurredAt says.
 	ReceivedSequence int64
