@@ -360,6 +360,12 @@ func TestDeliveryGet(t *testing.T) {
 
 	r := a.getAs(key, "/v1/restaurants/r1/deliveries/del-1")
 	require.Equal(t, http.StatusOK, r.Status)
+	// receivedAt is the service's clock (TestDeliveryReceivedAtShowsLateUploads
+	// checks it); the rest is what was sent.
+	var got map[string]any
+	r.JSON(t, &got)
+	require.Regexp(t, `^[0-9]{13}$`, got["receivedAt"])
+	delete(got, "receivedAt")
 	require.JSONEq(t, `{
 		"id":"del-1","restaurantId":"r1","occurredAt":"1700000000123","isCompliant":false,
 		"supplier":{"id":"sup-1","name":"Fresh Farm Ltd"},
@@ -367,7 +373,7 @@ func TestDeliveryGet(t *testing.T) {
 			{"product":"Chicken breast","lotNumber":"L-2211","unit":"°C","value":3.5},
 			{"product":"Yoghurt","lotNumber":"Y-9","unit":"celsius","value":-1}],
 		"nonComplianceReasons":["Packaging damaged"],"correctiveActions":["Refused one crate"],
-		"commentary":"Driver late","imageCount":2}`, string(r.Body), "a bare Delivery, units as given")
+		"commentary":"Driver late","imageCount":2}`, string(mustJSON(t, got)), "a bare Delivery, units as given")
 
 	for _, id := range []string{"nope", "has%20space", strings.Repeat("x", 201)} {
 		requireProblem(t, a.getAs(key, "/v1/restaurants/r1/deliveries/"+id), http.StatusNotFound, "not-found")
