@@ -118,7 +118,8 @@ func serverLive(t testing.TB, a *app, restaurant string) map[string][]served {
 	}
 	require.NoError(t, rows.Err())
 	drows, err := conn.Query(ctx, `SELECT id, occurred_at, is_compliant, supplier_id, supplier_name, temperature_records::text,
-		non_compliance_reasons, corrective_actions, commentary, image_count FROM deliveries WHERE restaurant_id = $1`, restaurant)
+		non_compliance_reasons, corrective_actions, commentary, image_count,
+		greatest(floor(extract(epoch FROM received_at) * 1000)::bigint, occurred_at) FROM deliveries WHERE restaurant_id = $1`, restaurant)
 	require.NoError(t, err)
 	for drows.Next() {
 		var d struct {
@@ -132,11 +133,14 @@ func serverLive(t testing.TB, a *app, restaurant string) map[string][]served {
 			CorrectiveActions    []string        `json:"correctiveActions"`
 			Commentary           *string         `json:"commentary"`
 			ImageCount           int64           `json:"imageCount"`
+			ReceivedAt           int64           `json:"-"`
+			ReceivedAtText       string          `json:"receivedAt"`
 		}
 		var supID, supName, temps string
 		require.NoError(t, drows.Scan(&d.ID, &d.OccurredAt, &d.IsCompliant, &supID, &supName, &temps,
-			&d.NonComplianceReasons, &d.CorrectiveActions, &d.Commentary, &d.ImageCount))
+			&d.NonComplianceReasons, &d.CorrectiveActions, &d.Commentary, &d.ImageCount, &d.ReceivedAt))
 		d.OccurredAtText = strconv.FormatInt(d.OccurredAt, 10)
+		d.ReceivedAtText = strconv.FormatInt(d.ReceivedAt, 10)
 		d.Supplier = map[string]any{"id": supID, "name": supName}
 		d.TemperatureRecords = json.RawMessage(temps)
 		b, err := json.Marshal(d)

@@ -205,17 +205,25 @@ func scanKeys(rows *sql.Rows) (map[rowKey]bool, error) {
 
 // ApplyDeliveriesOf inserts a page's deliveries of every restaurant in
 // one statement (per statesChunk of them), and their typed rows in the
-// same transaction; they are immutable, so a known id is left as it is.
-// It returns how many were new, by restaurant.
+// same transaction; they are immutable, so a known id is left as it is,
+// unless it was mirrored without receivedAt and now comes with it: then
+// it is written over, and its typed rows with it (Target.completing).
+// It returns how many were new (or completed), by restaurant.
 func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries) (map[string]int64, error) {
 	type keyed struct {
 		restaurant string
 		d          Delivery
 	}
 	var all []keyed
+	seen := map[rowKey]bool{}
 	for _, s := range streams {
 		for _, d := range s.Deliveries {
-			all = append(all, keyed{s.Restaurant, d})
+			// A delivery named twice is written once: an upsert may not
+			// meet a row its own statement wrote (PostgreSQL refuses it).
+			if k := (rowKey{s.Restaurant, d.ID}); !seen[k] {
+				seen[k] = true
+				all = append(all, keyed{s.Restaurant, d})
+			}
 		}
 	}
 	counts := map[string]int64{}
@@ -230,7 +238,8 @@ func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries
 			byKey[rowKey{k.restaurant, d.ID}] = d
 		}
 		rows, err := p.tx.QueryContext(ctx, p.t.d.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
-			VALUES `+rowsOf("(?, ?, ?, ?, ?, ?, ?, ?)", len(chunk))+` ON CONFLICT (restaurant_id, id) DO NOTHING RETURNING restaurant_id, id`), args...)
+			VALUES `+rowsOf("(?, ?, ?, ?, ?, ?, ?, ?)", len(chunk))+` ON CONFLICT (restaurant_id, id) DO UPDATE SET data = excluded.data
+			WHERE `+p.t.d.lacksReceivedAt("deliveries")+` AND NOT `+p.t.d.lacksReceivedAt("excluded")+` RETURNING restaurant_id, id`), args...)
 		if err != nil {
 			return counts, err
 		}
@@ -247,8 +256,10 @@ func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries
 			}
 		}
 	}
-	// Only deliveries new here have typed rows to write, and none yet.
-	return counts, p.t.typed.replaceMany(ctx, p.tx, typed.DeliveriesSource, nil, inserted, true)
+	// Only deliveries new here have typed rows to write, and none yet;
+	// while the target completes deliveries mirrored without receivedAt,
+	// one written over has some, replaced.
+	return counts, p.t.typed.replaceMany(ctx, p.tx, typed.DeliveriesSource, nil, inserted, !p.t.completing)
 }
 
 // replaceMany is replace for the records of many restaurants at once:

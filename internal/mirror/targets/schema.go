@@ -16,9 +16,11 @@ type schema struct{ *conn }
 // schemaVersion is bumped when the schema below changes; the target keeps
 // it in mirror_meta. Version 1 kept sequences and heads as digit strings
 // (text, which sorts 99 after 180); version 2 keeps them as numbers and
-// adds the typed layer. A target of an earlier version is upgraded in
-// place when it is opened (upgradeFrom1).
-const schemaVersion = 2
+// adds the typed layer; version 3 holds each delivery's receivedAt, which
+// the API did not send before (typed_deliveries.received_at). A target
+// of an earlier version is upgraded in place when it is opened
+// (upgradeFrom1, upgradeFrom2).
+const schemaVersion = 3
 
 // existingVersion is the schema version of a target that may not be a
 // mirror at all (0: it is not).
@@ -196,8 +198,36 @@ func (sc schema) upgradeFrom1(ctx context.Context, tx *sql.Tx) error {
 	if err := sc.retypeAsNumber(ctx, tx, "stream_heads", "head", heads, "restaurant_id, stream, head"); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, sc.d.q(`UPDATE mirror_meta SET value = ? WHERE name = 'schema_version'`), strconv.Itoa(schemaVersion))
+	_, err = tx.ExecContext(ctx, `UPDATE mirror_meta SET value = '2' WHERE name = 'schema_version'`)
 	return err
+}
+
+// upgradeFrom2 turns a version-2 target into version 3 inside tx: the
+// deliveries stream of every restaurant holding a delivery mirrored
+// without receivedAt (the API did not send it) is read again from its
+// first delivery on the next run (marked unfinished, its cursors
+// cleared), and ApplyDeliveries completes each such delivery as it comes
+// again (Target.completing); the typed relations, whose definition
+// changed, are rebuilt afterwards. Once: a server that does not send
+// receivedAt either is not asked again.
+func (sc schema) upgradeFrom2(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE sync_state SET changes_cursor = NULL, walk_cursor = NULL, walk_kind = NULL,
+			last_error = 'reading every delivery again for its receivedAt (foodsafe-sync upgrade)'
+		WHERE stream = 'deliveries' AND EXISTS (SELECT 1 FROM deliveries d
+			WHERE d.restaurant_id = sync_state.restaurant_id AND `+sc.d.lacksReceivedAt("d")+`)`); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, sc.d.q(`UPDATE mirror_meta SET value = ? WHERE name = 'schema_version'`), strconv.Itoa(schemaVersion))
+	return err
+}
+
+// lacksReceivedAt is the condition that the delivery of table alias (or
+// name) holds no receivedAt: mirrored from a server that did not send it.
+func (d dialect) lacksReceivedAt(table string) string {
+	if d.postgres {
+		return `(` + table + `.data->>'receivedAt' IS NULL)`
+	}
+	return `(json_extract(` + table + `.data, '$.receivedAt') IS NULL)`
 }
 
 // textSequenceTables are the collection tables whose sequence is text.

@@ -48,6 +48,10 @@ type Target struct {
 	// ready are the collections whose table and typed relations this
 	// process has made sure of.
 	ready map[string]bool
+	// completing: the target holds deliveries mirrored without
+	// receivedAt (by an earlier release, or from a server that did not
+	// send it), which ApplyDeliveries completes when they come again.
+	completing bool
 }
 
 // ErrTarget marks a TARGET that cannot be meant (exit status 2).
@@ -116,6 +120,10 @@ func open(ctx context.Context, spec string, create bool) (*Target, error) {
 		}
 	}
 	if err := t.migrate(ctx); err != nil {
+		t.db.Close()
+		return nil, fmt.Errorf("%s: %w", t.Where, err)
+	}
+	if err := t.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE `+t.d.lacksReceivedAt("deliveries")+`)`).Scan(&t.completing); err != nil {
 		t.db.Close()
 		return nil, fmt.Errorf("%s: %w", t.Where, err)
 	}
@@ -286,6 +294,12 @@ func (t *Target) upgrade(ctx context.Context) error {
 	if version == 1 {
 		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.schema().upgradeFrom1(ctx, tx) }); err != nil {
 			return fmt.Errorf("upgrading the target from schema version 1: %w", err)
+		}
+		version = 2
+	}
+	if version == 2 {
+		if err := t.tx(ctx, func(tx *sql.Tx) error { return t.schema().upgradeFrom2(ctx, tx) }); err != nil {
+			return fmt.Errorf("upgrading the target from schema version 2: %w", err)
 		}
 	}
 	stale, orphans, err := t.typed.work(ctx)

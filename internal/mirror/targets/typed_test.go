@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 func newSQLiteTarget(t *testing.T) *Target {
@@ -208,7 +210,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	if v, err := tg.schema().version(ctx); err != nil || v != 2 {
+	if v, err := tg.schema().version(ctx); err != nil || v != schemaVersion {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	if got := queryStrings(t, tg.db, `SELECT sequence || ' ' || typeof(sequence) FROM temperature_records ORDER BY sequence DESC`); !reflect.DeepEqual(got,
@@ -290,5 +292,80 @@ func TestTypedRelationsFollowTheRelease(t *testing.T) {
 	}
 	if err := again.Lock(ctx); err != nil {
 		t.Errorf("the upgrade left the target locked: %v", err)
+	}
+}
+
+// A target of schema version 2 holds deliveries mirrored before the API
+// sent receivedAt. Opening it upgrades it to version 3: the deliveries
+// stream of a restaurant holding one is marked to be read again from its
+// first delivery, and a delivery coming again with receivedAt completes
+// the one held (its typed rows replaced, not doubled), once: a delivery
+// holding receivedAt is immutable again. In SQLite and PostgreSQL.
+func TestUpgradeCompletesDeliveriesWithoutReceivedAt(t *testing.T) {
+	for name, spec := range map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "v2.db"), "postgres": testdb.EmptyURL(t)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			delivery := func(received string) Delivery {
+				extra := ""
+				if received != "" {
+					extra = `,"receivedAt":"` + received + `"`
+				}
+				return Delivery{ID: "d1", OccurredAt: 1795766700000, SupplierID: "s1", SupplierName: "Fresh Farm", Data: []byte(`{"id":"d1","restaurantId":"r1",
+					"occurredAt":"1795766700000","isCompliant":true,"supplier":{"id":"s1","name":"Fresh Farm"},
+					"temperatureRecords":[{"product":"Salmon","lotNumber":"L1","unit":"°C","value":5.5},{"product":"Cod","lotNumber":"L2","unit":"°C","value":2}],
+					"nonComplianceReasons":[],"correctiveActions":[],"commentary":null,"imageCount":0` + extra + `}`)}
+			}
+			apply := func(tg *Target, d Delivery) int64 {
+				t.Helper()
+				var n int64
+				if err := tg.Update(ctx, func(p *Page) (err error) { n, err = p.ApplyDeliveries(ctx, "r1", []Delivery{d}); return err }); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			tg, err := Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			apply(tg, delivery(""))
+			for _, s := range []string{
+				`INSERT INTO sync_state (restaurant_id, stream, changes_cursor) VALUES ('r1', 'deliveries', 'kept'), ('r2', 'deliveries', 'kept')`,
+				`UPDATE typed_relations SET definition = 'earlier' WHERE source = 'deliveries'`,
+				`UPDATE mirror_meta SET value = '2' WHERE name = 'schema_version'`,
+			} {
+				if _, err := tg.db.Exec(s); err != nil {
+					t.Fatal(s, err)
+				}
+			}
+			tg.Close()
+
+			tg, err = Open(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tg.Close()
+			if v, err := tg.schema().version(ctx); err != nil || v != 3 {
+				t.Fatalf("version %d, %v", v, err)
+			}
+			got := queryStrings(t, tg.db, `SELECT restaurant_id || ' ' || coalesce(changes_cursor, 'none') || ' ' || coalesce(last_error, 'ok') FROM sync_state ORDER BY restaurant_id`)
+			if want := []string{"r1 none reading every delivery again for its receivedAt (foodsafe-sync upgrade)", "r2 kept ok"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("streams after the upgrade %v, want %v (only r1 holds a delivery without receivedAt)", got, want)
+			}
+			if got := queryStrings(t, tg.db, `SELECT coalesce(CAST(received_at_ms AS TEXT), 'null') FROM typed_deliveries`); !reflect.DeepEqual(got, []string{"null"}) {
+				t.Errorf("received_at_ms before the delivery comes again %v", got)
+			}
+			if n := apply(tg, delivery("1795770000000")); n != 1 {
+				t.Errorf("completing the delivery applied %d", n)
+			}
+			if n := apply(tg, delivery("1795779999999")); n != 0 {
+				t.Errorf("a complete delivery was written over (%d)", n)
+			}
+			if got := queryStrings(t, tg.db, `SELECT CAST(received_at_ms AS TEXT) FROM typed_deliveries`); !reflect.DeepEqual(got, []string{"1795770000000"}) {
+				t.Errorf("received_at_ms %v", got)
+			}
+			if got := queryStrings(t, tg.db, `SELECT CAST(count(*) AS TEXT) FROM typed_deliveries_temperature_records`); !reflect.DeepEqual(got, []string{"2"}) {
+				t.Errorf("measurements after the completion %v", got)
+			}
+		})
 	}
 }
