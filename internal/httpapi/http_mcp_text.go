@@ -143,7 +143,7 @@ func writeEnvelope(b *strings.Builder, e wire.Envelope) {
 }
 
 func writeDelivery(b *strings.Builder, d wire.Delivery) {
-	fmt.Fprintf(b, "%s at %s from %s (%s): ", d.ID, stamp(d.OccurredAt), d.Supplier.Name, d.Supplier.ID)
+	fmt.Fprintf(b, "%s at %s (received %s) from %s (%s): ", d.ID, stamp(d.OccurredAt), stamp(d.ReceivedAt), d.Supplier.Name, d.Supplier.ID)
 	if d.IsCompliant {
 		b.WriteString("compliant")
 	} else {

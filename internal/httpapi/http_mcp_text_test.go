@@ -15,8 +15,8 @@ import (
 func TestRenderTextOfDeliveries(t *testing.T) {
 	next, changes := "n1", "c1"
 	ds := []wire.Delivery{
-		{ID: "d2", OccurredAt: 1767225600000, Supplier: wire.Supplier{ID: "s1", Name: "Fresh Ltd"}, IsCompliant: true, ImageCount: 1},
-		{ID: "d1", OccurredAt: 1767225500000, Supplier: wire.Supplier{ID: "s2", Name: "Cold Co"},
+		{ID: "d2", OccurredAt: 1767225600000, ReceivedAt: 1767225600000, Supplier: wire.Supplier{ID: "s1", Name: "Fresh Ltd"}, IsCompliant: true, ImageCount: 1},
+		{ID: "d1", OccurredAt: 1767225500000, ReceivedAt: 1767236300000, Supplier: wire.Supplier{ID: "s2", Name: "Cold Co"},
 			NonComplianceReasons: []string{"too warm"}, CorrectiveActions: []string{"returned"}},
 	}
 	for name, c := range map[string]struct {
@@ -24,14 +24,14 @@ func TestRenderTextOfDeliveries(t *testing.T) {
 		want string
 	}{
 		"list, more to come": {wire.Page[wire.Delivery]{Data: ds, NextCursor: &next}, "2 deliveries, newest first:\n" +
-			"- d2 at 1767225600000 [2026-01-01T00:00:00.000Z] from Fresh Ltd (s1): compliant; 1 photograph\n" +
-			"- d1 at 1767225500000 [2025-12-31T23:58:20.000Z] from Cold Co (s2): NOT compliant; reasons: too warm; actions: returned; 0 photographs\n" +
+			"- d2 at 1767225600000 [2026-01-01T00:00:00.000Z] (received 1767225600000 [2026-01-01T00:00:00.000Z]) from Fresh Ltd (s1): compliant; 1 photograph\n" +
+			"- d1 at 1767225500000 [2025-12-31T23:58:20.000Z] (received 1767236300000 [2026-01-01T02:58:20.000Z]) from Cold Co (s2): NOT compliant; reasons: too warm; actions: returned; 0 photographs\n" +
 			`More: call list_deliveries again with the same arguments and cursor "n1".`},
 		"list, last page": {wire.Page[wire.Delivery]{Data: ds[:1]}, "1 delivery, newest first:\n" +
-			"- d2 at 1767225600000 [2026-01-01T00:00:00.000Z] from Fresh Ltd (s1): compliant; 1 photograph\n" +
+			"- d2 at 1767225600000 [2026-01-01T00:00:00.000Z] (received 1767225600000 [2026-01-01T00:00:00.000Z]) from Fresh Ltd (s1): compliant; 1 photograph\n" +
 			"Last page (nextCursor is null)."},
 		"changes, last page": {wire.ChangesPage[wire.Delivery]{Data: ds[1:], ChangesCursor: &changes}, "1 delivery, in the order received:\n" +
-			"- d1 at 1767225500000 [2025-12-31T23:58:20.000Z] from Cold Co (s2): NOT compliant; reasons: too warm; actions: returned; 0 photographs\n" +
+			"- d1 at 1767225500000 [2025-12-31T23:58:20.000Z] (received 1767236300000 [2026-01-01T02:58:20.000Z]) from Cold Co (s2): NOT compliant; reasons: too warm; actions: returned; 0 photographs\n" +
 			"Last page (nextCursor is null).\n" +
 			`To get only what changes from now on, call list_deliveries later with cursor "c1" (it never expires).`},
 		"changes, none": {wire.ChangesPage[wire.Delivery]{Data: []wire.Delivery{}, NextCursor: &next}, "0 deliveries, in the order received:\n" +
