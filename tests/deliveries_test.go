@@ -46,7 +46,7 @@ func (a *app) seedDelivery(restaurant, id string, occurredAt int64) {
 		TemperatureRecords:   []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
 	}
-	digest, err := wire.RequestDigest(d)
+	digest, err := d.ContentDigest()
 	require.NoError(a.t, err)
 	_, _, err = a.store().DeliveryCreate(context.Background(), d, digest)
 	require.NoError(a.t, err)

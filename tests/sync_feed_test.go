@@ -410,7 +410,7 @@ func deliveryDirect(st *store.Store, restaurant, id string, at time.Time) error 
 		Supplier: wire.Supplier{ID: "s1", Name: "Supplier"}, TemperatureRecords: []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
 	}
-	digest, err := wire.RequestDigest(d)
+	digest, err := d.ContentDigest()
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func scaleDelivery(t *testing.T, st *store.Store, restaurant, id string, at time
 		Supplier: wire.Supplier{ID: "s1", Name: "Supplier"}, TemperatureRecords: []wire.TemperatureRecord{},
 		NonComplianceReasons: []string{}, CorrectiveActions: []string{},
 	}
-	digest, err := wire.RequestDigest(d)
+	digest, err := d.ContentDigest()
 	require.NoError(t, err)
 	_, _, err = st.DeliveryCreate(context.Background(), d, digest)
 	require.NoError(t, err)

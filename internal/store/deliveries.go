@@ -37,7 +37,7 @@ const DeliveryStream = catalog.DeliveryStream
 var errDeliveryExists = errors.New("the delivery exists")
 
 // DeliveryCreate inserts an immutable delivery whose request has digest
-// (wire.RequestDigest of d). Writing the same content again is a replay
+// (d.ContentDigest). Writing the same content again is a replay
 // (replayed=true, nothing changes); different content for an existing id
 // is a conflict.
 func (s *Store) DeliveryCreate(ctx context.Context, d wire.Delivery, digest []byte) (wire.Delivery, bool, error) {

@@ -383,7 +383,7 @@ func TestRecordFeedContinuesDeliveries(t *testing.T) {
 	require.NoError(t, err)
 	ingestAll(t, st, writes)
 	for _, d := range deliveries {
-		digest, err := wire.RequestDigest(d)
+		digest, err := d.ContentDigest()
 		require.NoError(t, err)
 		_, _, err = st.DeliveryCreate(ctx, d, digest)
 		require.NoError(t, err)
