@@ -655,7 +655,7 @@ func TestMaintainCommand(t *testing.T) {
 
 	r = a.cli("maintain", "--once")
 	require.Equal(t, 0, r.Code, r.Stderr)
-	for _, job := range []string{maintain.JobCompaction, maintain.JobAuditPartitions, maintain.JobBlobGC} {
+	for _, job := range []string{maintain.JobCompaction, maintain.JobAuditPartitions, maintain.JobBlobGC, maintain.JobUploadExpiry} {
 		require.Contains(t, r.Stderr, `"msg":"maintenance job done","job":"`+job+`"`)
 	}
 	hasData, compacted := a.changeRow("r1", "a1")

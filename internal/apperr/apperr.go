@@ -17,13 +17,16 @@ type Code string
 
 // The codes of spec section 7.
 const (
-	Invalid               Code = "invalid-request"
-	Unauthorized          Code = "unauthorized"
-	Forbidden             Code = "forbidden"
-	DownloadURLExpired    Code = "download-url-expired"
-	NotFound              Code = "not-found"
-	MethodNotAllowed      Code = "method-not-allowed"
-	Conflict              Code = "conflict"
+	Invalid            Code = "invalid-request"
+	Unauthorized       Code = "unauthorized"
+	Forbidden          Code = "forbidden"
+	DownloadURLExpired Code = "download-url-expired"
+	NotFound           Code = "not-found"
+	MethodNotAllowed   Code = "method-not-allowed"
+	Conflict           Code = "conflict"
+	// UploadOffsetMismatch is the draft's mismatching-upload-offset
+	// (draft-ietf-httpbis-resumable-upload).
+	UploadOffsetMismatch  Code = "mismatching-upload-offset"
 	PayloadTooLarge       Code = "payload-too-large"
 	PreconditionFailed    Code = "precondition-failed"
 	RangeNotSatisfiable   Code = "range-not-satisfiable"
@@ -59,6 +62,7 @@ var Kinds = []Kind{
 	{MethodNotAllowed, 405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has.", "No: use a method from Allow."},
 	{UploadTooSlow, 408, "Upload too slow", "An upload's bytes stopped arriving for FOODSAFE_UPLOAD_IDLE_TIMEOUT, or arrived slower than FOODSAFE_UPLOAD_MIN_RATE bytes a second past FOODSAFE_UPLOAD_RATE_GRACE; nothing was stored and the connection is closed, so the upload slot goes to uploads that move.", "Yes: resend the whole file, on a better connection if one can be had."},
 	{Conflict, 409, "Conflict", "The request conflicts with an existing resource (immutable delivery or image, mutationId reused for another change, asset already uploaded with other bytes, an upload for a file the record no longer names).", "No."},
+	{UploadOffsetMismatch, 409, "Mismatching upload offset", "A PATCH on a resumable upload (draft-ietf-httpbis-resumable-upload) names an Upload-Offset other than the bytes the server kept; the answer's Upload-Offset is the right one.", "Yes: PATCH again from the answer's Upload-Offset (or the one HEAD on the upload says)."},
 	{PreconditionFailed, 412, "Precondition failed", "If-Match or If-Unmodified-Since does not match the file.", "No."},
 	{PayloadTooLarge, 413, "Payload too large", "The body exceeds the configured limit.", "No."},
 	{RangeNotSatisfiable, 416, "Range not satisfiable", "The Range lies outside the file.", "No: ask for a range within Content-Range's size."},

@@ -66,6 +66,8 @@ type Store interface {
 	// error. Only the blob collector calls it (store.BlobCollect says
 	// when that is safe).
 	Delete(ctx context.Context, sha string) error
+	// Pieces keep resumable uploads in progress.
+	Pieces
 }
 
 // Download asks for one download URL.

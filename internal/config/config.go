@@ -149,6 +149,10 @@ type Config struct {
 	// UploadQuotaBytes caps the bytes one key attaches to files of one
 	// restaurant in a UTC day.
 	UploadQuotaBytes int64 `env:"FOODSAFE_UPLOAD_QUOTA_BYTES" envDefault:"2147483648" desc:"Bytes of files one key may attach in one restaurant per UTC day (uploads of assets and delivery images; a replay of the same bytes for the same file counts nothing); beyond, 429 upload-quota-exceeded with Retry-After until the day turns. Default 2 GiB: twice a busy restaurant's day (docs/operators.md). 0: no quota."`
+	// UploadResumeLifetime is how long a resumable upload may take from
+	// its creation to its completion; after it the upload resource is
+	// gone and the maintenance job deletes its bytes.
+	UploadResumeLifetime time.Duration `env:"FOODSAFE_UPLOAD_RESUME_LIFETIME" envDefault:"24h" desc:"Lifetime of a resumable upload (Upload-Draft-Interop-Version 6) from its creation: Upload-Limit max-age says what is left of it. After it HEAD, PATCH and DELETE answer 404 and the maintenance job (upload-expiry) deletes its partial bytes. A day: a device that lost its network on the evening shift resumes in the morning."`
 	// MaxClockSkew is how far ahead of the server's clock a device's
 	// capturedAt (a delivery's occurredAt) may be; beyond it the write is
 	// refused, within it receivedAt is raised to capturedAt.
@@ -259,6 +263,8 @@ func (c Config) checkUploads() error {
 		return errors.New("FOODSAFE_UPLOADS_PER_KEY and FOODSAFE_UPLOADS_MAX must be at least 1")
 	case c.UploadsReserved < 0 || c.UploadsReserved > 99:
 		return errors.New("FOODSAFE_UPLOADS_RESERVED is a percent: 0 to 99")
+	case c.UploadResumeLifetime <= 0:
+		return errors.New("FOODSAFE_UPLOAD_RESUME_LIFETIME must be positive")
 	case c.UploadMinRate < 0 || c.UploadRateGrace < 0 || c.UploadQuotaBytes < 0:
 		return errors.New("FOODSAFE_UPLOAD_MIN_RATE, FOODSAFE_UPLOAD_RATE_GRACE and FOODSAFE_UPLOAD_QUOTA_BYTES cannot be negative")
 	case c.UploadMinRate > 0 && c.UploadRateGrace < 100*time.Millisecond:

@@ -77,6 +77,7 @@ func New(d Deps) (*gin.Engine, error) {
 		metrics: d.Metrics, now: d.Now}
 	a.files, _ = d.Blobs.(*blob.FS)
 	a.uploads = newUploadSlots(d.Config.UploadsPerKey, d.Config.UploadsMax, d.Config.UploadsReserved)
+	a.resumes = newResumeRequests()
 	a.largeAnswers = newLargeAnswers()
 	if a.now == nil {
 		a.now = time.Now

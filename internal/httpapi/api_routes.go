@@ -184,7 +184,7 @@ func (a *API) routes() []route {
 					"The delivery's imageCount is not checked against its images: it is the provider's own figure. " +
 					"Example: the bytes of the example delivery's photograph, the file GET .../images lists for it (a PNG; the document " +
 					"cannot carry bytes that are not text), whose digest the Repr-Digest example is.",
-				Headers: []string{"ReprDigest"}, ParamExamples: openapi.PhotoParamExamples(), Errors: fileUploads,
+				Headers: []string{"ReprDigest", "UploadDraftInteropVersion", "UploadComplete"}, ParamExamples: openapi.PhotoParamExamples(), Errors: fileUploads, Alt: resumableCreated,
 				Body: &openapi.Body{Binary: true, Media: photoMediaTypes()},
 				OK: withLinks(replayable("FileResult"), openapi.Link{Name: "images", OperationID: "listDeliveryImages",
 					Description: "The delivery's photographs, with signed URLs.", Parameters: openapi.SamePath("restaurantId", "deliveryId")})}},
@@ -258,11 +258,38 @@ func (a *API) routes() []route {
 					"asset or the asset was uploaded with other bytes. A key without the collection's read scope gets the change's " +
 					"identity without data (as for a compacted replay): the record's data is for readers.",
 				PathParams: map[string]string{"collection": "fileCollection"},
-				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest"}, Body: &openapi.Body{Binary: true, Example: "AssetFile"},
+				Query:      []string{"objectKey"}, Headers: []string{"ReprDigest", "UploadDraftInteropVersion", "UploadComplete"}, Body: &openapi.Body{Binary: true, Example: "AssetFile"},
 				OK: withLinks(replayedState(replayable("EnvelopeResult")), recordOf(openapi.FromPath("collection"), openapi.FromPath("recordId")),
 					openapi.Link{Name: "assets", OperationID: "listRecordAssets", Description: "The record's verified file, with a signed URL.",
 						Parameters: openapi.SamePath("restaurantId", "collection", "recordId")}),
-				Errors: fileUploads}},
+				Errors: fileUploads, Alt: resumableCreated}},
+
+		{Method: "HEAD", Path: uploadResource, Access: accessPartner, Need: scopes(), Handler: a.uploadHead, Doc: openapi.Op{
+			ID: "headUpload", Tag: "Ingest", Summary: "The bytes a resumable upload holds",
+			Description: resumableDoc + " HEAD answers Upload-Offset, the bytes of the file durably kept: resume with PATCH from there. " +
+				"A request of this key still sending to the upload (one whose connection was cut without the server knowing) is " +
+				"stopped first, its bytes kept and its upload slot freed.",
+			Headers: []string{"UploadDraftInteropVersion"},
+			OK:      openapi.Response{Status: 204, Headers: []string{"Upload-Offset", "Upload-Complete", "Upload-Length", "Upload-Limit", "Cache-Control"}}}},
+		{Method: "PATCH", Path: uploadResource, Access: accessPartner, Need: scopes(), Handler: a.uploadPatch, Doc: openapi.Op{
+			ID: "resumeUpload", Tag: "Ingest", Summary: "Append to a resumable upload",
+			Description: resumableDoc + " The body is the bytes of the file from Upload-Offset on (Content-Type: application/partial-upload), " +
+				"which must equal the bytes the upload holds (else 409 mismatching-upload-offset, whose Upload-Offset header is the " +
+				"right one). With Upload-Complete: ?0 the answer is 204 with the new Upload-Offset; with ?1 the file ends here: the " +
+				"whole file is verified against the Repr-Digest declared at creation and the answer is exactly the creating endpoint's " +
+				"(a wrong digest is its 400, and the upload is gone with its bytes). Every rule of an upload holds for each PATCH: " +
+				"the key's upload slots, the upload quota for the whole file, FOODSAFE_UPLOAD_IDLE_TIMEOUT and FOODSAFE_UPLOAD_MIN_RATE.",
+			Headers: []string{"UploadOffset", "UploadCompleteRequired", "UploadDraftInteropVersion"},
+			Body:    &openapi.Body{Binary: true, Media: []string{partialUpload}, Example: "AssetFile"},
+			OK:      openapi.Response{Status: 204, Headers: []string{"Upload-Offset", "Upload-Complete", "Upload-Limit"}},
+			Alt: []openapi.Alt{{Status: 200, Description: "The upload completed (Upload-Complete: ?1): the answer of the endpoint that " +
+				"created it (uploadRecordAsset's envelope, or putDeliveryImage's file).", Schema: "UploadCompleted"}},
+			Errors: []int{408, 409, 413}}},
+		{Method: "DELETE", Path: uploadResource, Access: accessPartner, Need: scopes(), Handler: a.uploadDelete, Doc: openapi.Op{
+			ID: "cancelUpload", Tag: "Ingest", Summary: "Cancel a resumable upload",
+			Description: resumableDoc + " DELETE cancels it: its bytes are deleted and the resource answers 404 from then on.",
+			Headers:     []string{"UploadDraftInteropVersion"},
+			OK:          openapi.Response{Status: 204}}},
 
 		{Method: "GET", Path: "/v1/files/:restaurantId/:sha256", Access: accessOpen, Handler: a.fileGet, Raw: true,
 			Doc: fileDoc("downloadFile", "Download a file with a signed URL")},

@@ -47,6 +47,8 @@ type API struct {
 	mcpServers sync.Map
 	// uploads caps the file uploads in progress (op_uploads.go).
 	uploads *uploadSlots
+	// resumes are the requests sending to resumable uploads (op_resumable.go).
+	resumes *resumeRequests
 	// health is what the health routes keep between requests.
 	health healthState
 	// compress compresses the answers of every route not marked Raw.

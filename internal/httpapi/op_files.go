@@ -145,21 +145,14 @@ func checkPhoto(declared string, head []byte) error {
 // through since it stores nothing.
 func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, photo bool,
 	stored func(ctx context.Context, sha string) (bool, error)) (blob.Object, string, error) {
-	ct, err := uploadContentType(c)
-	if err != nil {
-		return blob.Object{}, "", err
-	}
-	if _, ok := photoType(ct); photo && !ok {
-		return blob.Object{}, "", apperr.Param("Content-Type", "must be a photograph's media type: image/jpeg, image/png, image/webp, image/heic or image/heif")
-	}
-	want, err := reprDigest(c)
+	ct, want, err := uploadHeaders(c, photo)
 	if err != nil {
 		return blob.Object{}, "", err
 	}
 	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
 		return blob.Object{}, "", a.errTooLarge()
 	}
-	if err := a.uploadQuota(c, c.Param("restaurantId"), func(ctx context.Context) (bool, error) {
+	if err := a.uploadQuota(c, c.Param("restaurantId"), c.Request.ContentLength, func(ctx context.Context) (bool, error) {
 		return stored(ctx, hex.EncodeToString(want[:]))
 	}); err != nil {
 		return blob.Object{}, "", err
@@ -170,22 +163,15 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, ph
 	}
 	defer release()
 	// Files may take longer to arrive than a JSON body, but not stall.
-	start := time.Now()
-	body := &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
-		start: start, end: start.Add(a.cfg.UploadTimeout), minRate: a.cfg.UploadMinRate, grace: a.cfg.UploadRateGrace}
+	body := a.newUploadBody(c)
 	var src io.Reader = body
 	if photo {
-		// Peek at the first 512 bytes (all http.DetectContentType reads)
-		// and stream on from the same reader: the body is never held whole.
-		br := bufio.NewReaderSize(body, 512)
-		head, err := br.Peek(512)
-		if err != nil && !errors.Is(err, io.EOF) {
+		if src, err = peekPhoto(ct, body); err != nil {
+			if apperr.Is(err, apperr.Invalid) {
+				return blob.Object{}, "", err
+			}
 			return blob.Object{}, "", a.uploadFailed(c, body, w, collection, err)
 		}
-		if err := checkPhoto(ct, head); err != nil {
-			return blob.Object{}, "", err
-		}
-		src = br
 	}
 	// Claimed before a byte is written: the blob collector leaves claimed
 	// bytes alone for FOODSAFE_BLOB_GRACE, however long the upload or the
@@ -199,6 +185,36 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, ph
 	}
 	a.metrics.UploadVerified(w, collection, obj.Size)
 	return obj, ct, nil
+}
+
+// uploadHeaders reads what every upload declares before its body: its
+// Content-Type (a photograph's, when photo) and its Repr-Digest.
+func uploadHeaders(c *gin.Context, photo bool) (string, [sha256.Size]byte, error) {
+	ct, err := uploadContentType(c)
+	if err != nil {
+		return "", [sha256.Size]byte{}, err
+	}
+	if _, ok := photoType(ct); photo && !ok {
+		return "", [sha256.Size]byte{}, apperr.Param("Content-Type", "must be a photograph's media type: image/jpeg, image/png, image/webp, image/heic or image/heif")
+	}
+	want, err := reprDigest(c)
+	return ct, want, err
+}
+
+// peekPhoto checks that r begins as the declared photograph: it peeks at
+// the first 512 bytes (all http.DetectContentType reads) and streams on
+// from the same reader, so the body is never held whole. A refusal is an
+// invalid-request; any other error is the reader's.
+func peekPhoto(ct string, r io.Reader) (io.Reader, error) {
+	br := bufio.NewReaderSize(r, 512)
+	head, err := br.Peek(512)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if err := checkPhoto(ct, head); err != nil {
+		return nil, err
+	}
+	return br, nil
 }
 
 func (a *API) errTooLarge() error {
@@ -305,12 +321,24 @@ func (a *API) assetPut(c *gin.Context) (err error) {
 	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false, func(ctx context.Context, sha string) (bool, error) {
-		return a.store.AssetStored(ctx, k, objectKey, sha)
-	})
+	t := store.Resumption{Kind: store.ResumeAsset, RestaurantID: k.RestaurantID, Collection: k.Collection, RecordID: k.RecordID,
+		ObjectKey: objectKey}
+	if on, complete, err := resumableCreation(c); err != nil || on {
+		if err != nil {
+			return err
+		}
+		return a.resumeCreate(c, t, complete)
+	}
+	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false, a.uploadStored(t))
 	if err != nil {
 		return err
 	}
+	return a.applyUpload(c, t, obj, ct)
+}
+
+// applyAsset attaches stored bytes to the record's file and answers as
+// the asset upload does.
+func (a *API) applyAsset(c *gin.Context, k store.RecordKey, objectKey string, obj blob.Object, ct string) error {
 	env, how, err := a.store.AssetUploadApply(c.Request.Context(), k,
 		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {
@@ -359,12 +387,23 @@ func (a *API) deliveryImagePut(c *gin.Context) (err error) {
 	if _, err := a.store.DeliveryGet(c.Request.Context(), k.DeliveryKey); err != nil {
 		return err
 	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true, func(ctx context.Context, sha string) (bool, error) {
-		return a.store.DeliveryImageStored(ctx, k, sha)
-	})
+	t := store.Resumption{Kind: store.ResumeImage, RestaurantID: k.RestaurantID, DeliveryID: k.DeliveryID, ImageID: k.ImageID}
+	if on, complete, err := resumableCreation(c); err != nil || on {
+		if err != nil {
+			return err
+		}
+		return a.resumeCreate(c, t, complete)
+	}
+	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true, a.uploadStored(t))
 	if err != nil {
 		return err
 	}
+	return a.applyUpload(c, t, obj, ct)
+}
+
+// applyImage attaches stored bytes to the delivery's image and answers
+// as the image upload does.
+func (a *API) applyImage(c *gin.Context, k store.ImageKey, obj blob.Object, ct string) error {
 	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), k,
 		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -78,6 +79,14 @@ func (s *uploadSlots) acquire(key int64) (release func(), err error) {
 	}, nil
 }
 
+// newUploadBody wraps the request's body in the deadlines of an upload
+// (idleBody), starting now.
+func (a *API) newUploadBody(c *gin.Context) *idleBody {
+	start := time.Now()
+	return &idleBody{r: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: a.cfg.UploadIdleTimeout,
+		start: start, end: start.Add(a.cfg.UploadTimeout), minRate: a.cfg.UploadMinRate, grace: a.cfg.UploadRateGrace}
+}
+
 // uploadSlot takes a slot for the request's key; a refusal carries its
 // Retry-After header.
 func (a *API) uploadSlot(c *gin.Context) (func(), error) {
@@ -107,6 +116,22 @@ type idleBody struct {
 	got     int64
 	// idled and slow say which deadline cut the upload.
 	idled, slow bool
+	// draining is set when a newer request for the same resumable
+	// upload stops this one (stop): it reads on only while bytes are
+	// already there, each read waiting at most drainWait.
+	draining atomic.Bool
+}
+
+// drainWait is how long a stopped upload's read waits for bytes: enough
+// for those already in the connection's buffer, not for a client that
+// has moved on to a newer request.
+const drainWait = 250 * time.Millisecond
+
+// stop makes the reader drain: from now on each read waits at most
+// drainWait, including one already waiting. Safe from any goroutine.
+func (b *idleBody) stop() {
+	b.draining.Store(true)
+	_ = b.rc.SetReadDeadline(time.Now().Add(drainWait))
 }
 
 // next is the deadline of the next read, and which one it is.
@@ -126,8 +151,15 @@ func (b *idleBody) next(now time.Time) (deadline time.Time, idle, slow bool) {
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
-	next, idle, slow := b.next(time.Now())
+	now := time.Now()
+	next, idle, slow := b.next(now)
 	_ = b.rc.SetReadDeadline(next)
+	if b.draining.Load() {
+		// After the deadline above, so a stop between the two is not
+		// undone.
+		next, idle, slow = now.Add(drainWait), true, false
+		_ = b.rc.SetReadDeadline(next)
+	}
 	n, err := b.r.Read(p)
 	b.got += int64(n)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
@@ -154,14 +186,14 @@ func (b *idleBody) cut(cfg config.Config) error {
 // uploadQuota refuses, before its body is read, an upload that would take
 // its key past the bytes it may attach to the restaurant this UTC day
 // (FOODSAFE_UPLOAD_QUOTA_BYTES): a 429 upload-quota-exceeded whose
-// Retry-After is the next UTC midnight. A declared Content-Length is
+// Retry-After is the next UTC midnight. A declared length (the file's, as far as known) is
 // checked whole; a chunked upload of unknown length passes while the key
 // is under its quota. Uploads checked at once each pass on the count
 // before any of them, so a key may end a day over its quota by at most
 // FOODSAFE_UPLOADS_PER_KEY files. A replay (replay says whether the file
 // is already stored with these bytes) stores nothing and always passes,
 // so a device that lost the answer of its last upload of the day reads it.
-func (a *API) uploadQuota(c *gin.Context, restaurant string, replay func(context.Context) (bool, error)) error {
+func (a *API) uploadQuota(c *gin.Context, restaurant string, length int64, replay func(context.Context) (bool, error)) error {
 	quota := a.cfg.UploadQuotaBytes
 	if quota == 0 {
 		return nil
@@ -171,7 +203,7 @@ func (a *API) uploadQuota(c *gin.Context, restaurant string, replay func(context
 	if err != nil {
 		return err
 	}
-	if used < quota && used+max(c.Request.ContentLength, 0) <= quota {
+	if used < quota && used+max(length, 0) <= quota {
 		return nil
 	}
 	if replayed, err := replay(ctx); err != nil || replayed {
@@ -182,12 +214,12 @@ func (a *API) uploadQuota(c *gin.Context, restaurant string, replay func(context
 	c.Header("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 	return apperr.New(apperr.UploadQuotaExceeded, "This key has attached %d bytes of files to restaurant %s today (UTC), "+
 		"and may attach %d a day; this file (%s) would take it past them. Nothing was stored; retry after the seconds in "+
-		"Retry-After, when the day turns (UTC). Other keys are not affected.", used, restaurant, quota, declaredLength(c))
+		"Retry-After, when the day turns (UTC). Other keys are not affected.", used, restaurant, quota, declaredLength(length))
 }
 
-// declaredLength says the upload's Content-Length, for a refusal.
-func declaredLength(c *gin.Context) string {
-	if n := c.Request.ContentLength; n >= 0 {
+// declaredLength says the upload's length, for a refusal.
+func declaredLength(n int64) string {
+	if n >= 0 {
 		return strconv.FormatInt(n, 10) + " bytes"
 	}
 	return "length not declared"

@@ -59,6 +59,7 @@ const (
 	JobCompaction      = "change-compaction"
 	JobAuditPartitions = "audit-partitions"
 	JobBlobGC          = "blob-gc"
+	JobUploadExpiry    = "upload-expiry"
 )
 
 // Runner runs the jobs.
@@ -92,6 +93,7 @@ func New(st *store.Store, blobs blob.Store, log *slog.Logger, m *metrics.Metrics
 		{name: JobCompaction, run: r.compact, metrics: m.Job(JobCompaction, interval)},
 		{name: JobAuditPartitions, run: r.auditPartitions, metrics: m.Job(JobAuditPartitions, interval)},
 		{name: JobBlobGC, run: r.collectBlobs, metrics: m.Job(JobBlobGC, interval)},
+		{name: JobUploadExpiry, run: r.expireUploads, metrics: m.Job(JobUploadExpiry, interval)},
 	}
 	return r
 }
@@ -378,5 +380,40 @@ func (r *Runner) collectBlobs(ctx context.Context) (int64, error) {
 			return n, nil
 		}
 		after = shas[len(shas)-1]
+	}
+}
+
+// expireUploads deletes the resumable uploads whose lifetime
+// (FOODSAFE_UPLOAD_RESUME_LIFETIME) has run out: their partial bytes
+// first, then their row, so a failure leaves the row for the next run and
+// never bytes that nothing names. The requests on an expired upload
+// already answer 404; a request still appending to one when it expires
+// commits nothing (its row is gone).
+func (r *Runner) expireUploads(ctx context.Context) (int64, error) {
+	if r.blobs == nil {
+		return 0, nil
+	}
+	var n int64
+	for {
+		keys, err := r.store.ResumptionsExpired(ctx, r.now().UnixMilli(), r.set.Batch)
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if r.set.DryRun {
+				r.log.Info("would delete expired upload", "job", JobUploadExpiry, "upload", k.ID)
+				continue
+			}
+			if err := r.blobs.PieceDiscard(ctx, k.ID); err != nil {
+				return n, err
+			}
+			if _, err := r.store.ResumptionDelete(ctx, k.RestaurantID, k.ID); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if r.set.DryRun || len(keys) < r.set.Batch {
+			return n, nil
+		}
 	}
 }

@@ -467,6 +467,20 @@ func parameters() openapi3.ParametersMap {
 			id("The mutation id.")),
 		"ReprDigest": param("header", "Repr-Digest", true, "SHA-256 of the body (RFC 9530): `sha-256=:<base64>:`. A mismatch stores nothing.",
 			stringSchema("", "Structured-field dictionary with a sha-256 byte sequence.")),
+		"uploadId": param("path", "uploadId", true, "A resumable upload: the last segment of the Location its creation answered (with the 104 "+
+			"and the final answer). A name, not a credential: only the key that created it reaches it.",
+			stringSchema(`^[a-z0-9]{1,64}$`, "Upload name.")),
+		"UploadDraftInteropVersion": param("header", "Upload-Draft-Interop-Version", false, "6 makes an upload resumable "+
+			"(draft-ietf-httpbis-resumable-upload, interop version 6, as URLSession on iOS 18.1+ sends it), with Upload-Complete; "+
+			"any other value, or none, is the single PUT.", stringSchema(`^[0-9]+$`, "Interop version.")),
+		"UploadComplete": param("header", "Upload-Complete", false, "With Upload-Draft-Interop-Version: 6 (required then): ?1 when "+
+			"this body is the whole file, ?0 when more follows in PATCH requests. The answer 104 Upload Resumption Supported, before "+
+			"the body is read, gives the upload's Location; a cut upload resumes there with HEAD and PATCH.",
+			stringSchema(`^\?[01]$`, "Structured-field boolean.")),
+		"UploadCompleteRequired": param("header", "Upload-Complete", true, "?1 when this body ends the file (the upload then "+
+			"completes), ?0 when more follows.", stringSchema(`^\?[01]$`, "Structured-field boolean.")),
+		"UploadOffset": param("header", "Upload-Offset", true, "The bytes of the file already sent: the Upload-Offset HEAD answers.",
+			stringSchema(`^[0-9]+$`, "Bytes.")),
 		"McpProtocolVersion": param("header", "MCP-Protocol-Version", false, "The MCP protocol revision the client negotiated; absent on initialize.",
 			stringSchema("", "A revision date, e.g. 2025-11-25.")),
 		"McpMethod": param("header", "Mcp-Method", false, "The JSON-RPC method of the body (required by protocol 2026-07-28).",
@@ -520,6 +534,14 @@ func headers() openapi3.Headers {
 		"ETag": header("The answer's entity tag: a file's sha256, quoted; on the restaurant list, the version of the key's grants "+
 			"(send it back as If-None-Match).", openapi3.NewStringSchema()),
 		"Content-Range": header("Range served, or the file size on 416.", openapi3.NewStringSchema()),
+		"Upload-Offset": header("Bytes of the file the resumable upload durably holds: the next PATCH's Upload-Offset.",
+			openapi3.NewStringSchema().WithPattern(`^[0-9]+$`)),
+		"Upload-Complete": header("?0 while the upload awaits more bytes; ?1 on the answer that completed it.", openapi3.NewStringSchema()),
+		"Upload-Length":   header("The whole file's length, when declared.", openapi3.NewStringSchema().WithPattern(`^[0-9]+$`)),
+		"Upload-Limit": header("The upload's limits: max-size (the largest file, FOODSAFE_MAX_ASSET_BYTES) and max-age (seconds left "+
+			"of its lifetime, FOODSAFE_UPLOAD_RESUME_LIFETIME from creation).", openapi3.NewStringSchema()),
+		"Location":      header("The upload resource (a resumable upload).", openapi3.NewStringSchema()),
+		"Cache-Control": header("no-store: an upload's offset is never cached.", openapi3.NewStringSchema()),
 	}
 }
 

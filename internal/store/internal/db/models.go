@@ -264,3 +264,31 @@ type UploadQuotum struct {
 	// Sum of byte_length of the files the key attached on day; a replayed upload (same bytes for the same file) adds nothing.
 	Bytes int64
 }
+
+// Resumable uploads in progress (record assets, delivery images): what the upload is for, the SHA-256 declared at creation, the bytes durably kept and the file-store pieces that hold them. Deleted when the upload completes, is cancelled (DELETE) or expires (maintenance job upload-expiry). Never holds secrets: the id is a name, every request on it is authenticated as its key.
+type UploadResumption struct {
+	RestaurantID string
+	// The upload resource's name in its URL (random, 26 base32 characters); not a credential.
+	ID string
+	// api_keys.id of the key that created the upload (a mobile session counts as its key); only it may resume, read or cancel the upload.
+	KeyID int64
+	// asset: the file of record (collection, record_id) named object_key; image: image image_id of delivery delivery_id.
+	Kind        string
+	Collection  string
+	RecordID    string
+	ObjectKey   string
+	DeliveryID  string
+	ImageID     string
+	ContentType string
+	// Lowercase hex SHA-256 the client declared at creation (Repr-Digest); the completed bytes must match it or nothing is stored.
+	Sha256 string
+	// The whole file's length in bytes when the client declared it (Upload-Length, or Content-Length of a creation with Upload-Complete: ?1); NULL when not yet known.
+	Length *int64
+	// Bytes durably kept in the file store (the Upload-Offset answered); only grows, by a conditional update, so two requests never both append at one offset.
+	Kept int64
+	// File-store names of the pieces holding the kept bytes, in order (blob.Store.PieceAppend).
+	Pieces    []string
+	CreatedAt int64
+	// Unix milliseconds after which the upload is gone (FOODSAFE_UPLOAD_RESUME_LIFETIME from creation): no longer answered, and its pieces deleted by the maintenance job.
+	ExpiresAt int64
+}
