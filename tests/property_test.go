@@ -673,6 +673,18 @@ var unreached = map[string]string{
 	"uploadRecordAsset 409": "an upload for a record that names another file or none: TestAssetPendingToUploaded",
 	"downloadFile 404":      "a validly signed URL of a file no longer stored, or any download where files live in object storage (presigned URLs instead): no request of this run can make either",
 	"headFile 404":          "as downloadFile's",
+	// An upload resource is named by the Location header of the upload
+	// that created it (with its 104), which is no link the run follows,
+	// and created by a request the run draws only as a single PUT
+	// (Upload-Draft-Interop-Version has no example).
+	"headUpload 204":        "HEAD on an upload resource: TestResumableUploadResource, TestResumableAssetUpload",
+	"resumeUpload 200":      "the PATCH that completes an upload: TestResumableAssetUpload, TestResumableDeliveryImage",
+	"resumeUpload 204":      "a PATCH with Upload-Complete: ?0: TestResumableUploadResource",
+	"resumeUpload 409":      "a PATCH from another offset: TestResumableUploadResource",
+	"resumeUpload 413":      "a PATCH past FOODSAFE_MAX_ASSET_BYTES: TestResumableUploadResource",
+	"cancelUpload 204":      "DELETE on an upload resource: TestResumableUploadResource",
+	"uploadRecordAsset 201": "a resumable asset upload created with Upload-Complete: ?0: TestResumableUploadResource",
+	"putDeliveryImage 201":  "a resumable image upload created with Upload-Complete: ?0: TestResumableDeliveryImage",
 }
 
 // requireReached fails for a declared status neither reached nor

@@ -203,6 +203,16 @@ func TestResumableDeliveryImage(t *testing.T) {
 		require.Len(t, items, 1)
 		require.True(t, bytes.Equal(photo, a.download(items[0].URL).Body), "byte-exact")
 
+		// Created with Upload-Complete: ?0: 201, the rest to follow.
+		rq := uploadReq(provider, "/v1/ingest/restaurants/r1/deliveries/d1/images/img-3", "image/jpeg", digestHeader(photo), photo[:1000])
+		rq.Header["Upload-Draft-Interop-Version"], rq.Header["Upload-Complete"] = "6", "?0"
+		r = a.do(rq)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		require.Equal(t, "1000", r.Header.Get("Upload-Offset"))
+		u, err := url.Parse(r.Header.Get("Location"))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusNoContent, a.do(req{Method: http.MethodDelete, Path: u.Path, Header: draftHeaders(provider)}).Status)
+
 		// Not a photograph: refused at completion, as the single PUT
 		// refuses it, and the upload is gone with its bytes.
 		text := bytes.Repeat([]byte("not a photo "), 100_000)
@@ -254,7 +264,7 @@ func TestResumableWrongDigest(t *testing.T) {
 // for a missing upload), a key without the scope (403), DELETE.
 func TestResumableUploadResource(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		a := b.newApp(t)
+		a := b.newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = 400_000 }))
 		a.addRestaurants("r1")
 		const col = "cleaning-task-pictures"
 		key := a.newKey(grant("r1", col+":write", col+":read"))
@@ -295,6 +305,18 @@ func TestResumableUploadResource(t *testing.T) {
 		items := a.fileList(key, assetsPath("r1", col, "f1"))
 		require.Len(t, items, 1)
 		require.Equal(t, file, a.download(items[0].URL).Body)
+
+		// Created without the file's length, then a PATCH past the
+		// largest file: 413, nothing appended.
+		rq = uploadReq(key, assetPath("r1", col, "f2", "f2.bin"), "application/octet-stream", digestHeader(file), file[:100_000])
+		rq.Header["Upload-Draft-Interop-Version"], rq.Header["Upload-Complete"] = "6", "?0"
+		r = a.do(rq)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		u, err = url.Parse(r.Header.Get("Location"))
+		require.NoError(t, err)
+		requireProblem(t, a.patch(key, u.Path, 100_000, make([]byte, 300_001), false), http.StatusRequestEntityTooLarge, "payload-too-large")
+		require.Equal(t, 100_000, a.uploadOffset(key, u.Path))
+		require.Equal(t, http.StatusNoContent, a.do(req{Method: http.MethodDelete, Path: u.Path, Header: draftHeaders(key)}).Status)
 
 		// DELETE: 204, then gone, bytes and all.
 		loc = a.resumableCut(key, assetPath("r1", col, "f2", "f2.bin"), "application/octet-stream", file, 50_000)
