@@ -540,7 +540,6 @@ func headers() openapi3.Headers {
 		"Upload-Length":   header("The whole file's length, when declared.", openapi3.NewStringSchema().WithPattern(`^[0-9]+$`)),
 		"Upload-Limit": header("The upload's limits: max-size (the largest file, FOODSAFE_MAX_ASSET_BYTES) and max-age (seconds left "+
 			"of its lifetime, FOODSAFE_UPLOAD_RESUME_LIFETIME from creation).", openapi3.NewStringSchema()),
-		"Location":      header("The upload resource (a resumable upload).", openapi3.NewStringSchema()),
 		"Cache-Control": header("no-store: an upload's offset is never cached.", openapi3.NewStringSchema()),
 	}
 }
