@@ -422,20 +422,7 @@ func (a *API) uploadPatch(c *gin.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if ct := c.GetHeader("Content-Type"); ct != partialUpload {
-		return apperr.Param("Content-Type", "must be %s: the body is the bytes of the file from Upload-Offset on", partialUpload)
-	}
-	offset, err := headerLength(c, HeaderUploadOffset)
-	if err == nil && offset < 0 {
-		err = apperr.Param(HeaderUploadOffset, "is required: the bytes of the file already sent (HEAD the upload for it)")
-	}
-	if err != nil {
-		return err
-	}
-	complete, present, err := structuredBool(c, HeaderUploadComplete)
-	if err == nil && !present {
-		err = apperr.Param(HeaderUploadComplete, "is required: ?1 when this request's body ends the file, ?0 when more follows")
-	}
+	offset, complete, err := patchHeaders(c)
 	if err != nil {
 		return err
 	}
@@ -469,6 +456,26 @@ func (a *API) uploadPatch(c *gin.Context) (err error) {
 		return err
 	}
 	return a.resumeAppend(c, t, body, complete, http.StatusNoContent)
+}
+
+// patchHeaders reads a PATCH's Content-Type, Upload-Offset and
+// Upload-Complete.
+func patchHeaders(c *gin.Context) (offset int64, complete bool, err error) {
+	if ct := c.GetHeader("Content-Type"); ct != partialUpload {
+		return 0, false, apperr.Param("Content-Type", "must be %s: the body is the bytes of the file from Upload-Offset on", partialUpload)
+	}
+	offset, err = headerLength(c, HeaderUploadOffset)
+	if err == nil && offset < 0 {
+		err = apperr.Param(HeaderUploadOffset, "is required: the bytes of the file already sent (HEAD the upload for it)")
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	complete, present, err := structuredBool(c, HeaderUploadComplete)
+	if err == nil && !present {
+		err = apperr.Param(HeaderUploadComplete, "is required: ?1 when this request's body ends the file, ?0 when more follows")
+	}
+	return offset, complete, err
 }
 
 // uploadDelete is DELETE on an upload resource: the upload is cancelled,
