@@ -302,62 +302,6 @@ func closeAfterRefusal(c *gin.Context, err *error) {
 	}
 }
 
-// assetPut is the "device finishes sending" step of spec 3:
-// PUT /v1/ingest/restaurants/:restaurantId/collections/:collection/records/:recordId/asset?objectKey=.
-func (a *API) assetPut(c *gin.Context) (err error) {
-	defer closeAfterRefusal(c, &err)
-	k := recordKey(restParams{c})
-	if err := fileCollection(k.Collection); err != nil {
-		return err
-	}
-	if !ids.Valid(k.RecordID) {
-		return apperr.ErrNotFound
-	}
-	objectKey, err := a.objectKeyParam(c)
-	if err != nil {
-		return err
-	}
-	// Refuse before reading megabytes for a record that cannot take them.
-	if err := a.store.AssetUploadCheck(c.Request.Context(), k, objectKey); err != nil {
-		return err
-	}
-	t := store.Resumption{Kind: store.ResumeAsset, RestaurantID: k.RestaurantID, Collection: k.Collection, RecordID: k.RecordID,
-		ObjectKey: objectKey}
-	if on, complete, err := resumableCreation(c); err != nil || on {
-		if err != nil {
-			return err
-		}
-		return a.resumeCreate(c, t, complete)
-	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteAsset, k.Collection, false, a.uploadStored(t))
-	if err != nil {
-		return err
-	}
-	return a.applyUpload(c, t, obj, ct)
-}
-
-// applyAsset attaches stored bytes to the record's file and answers as
-// the asset upload does.
-func (a *API) applyAsset(c *gin.Context, k store.RecordKey, objectKey string, obj blob.Object, ct string) error {
-	env, how, err := a.store.AssetUploadApply(c.Request.Context(), k,
-		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
-	if err != nil {
-		return err
-	}
-	if how == store.Applied {
-		a.countUpload(c, k.RestaurantID, obj.Size)
-	}
-	if col, _ := catalog.Lookup(k.Collection); !principal(c).Can(k.RestaurantID, col.ReadScope()) {
-		// Each scope is a separate grant (spec 2.5): the record's data,
-		// written by whoever wrote it, is for keys that read the
-		// collection. A write grant learns what became of its upload (the
-		// change's identity: id, sequence, mutationId, receivedAt); the
-		// bytes' type, length and digest are its own.
-		env.Data = nil
-	}
-	return respondIngested(c, env, how)
-}
-
 // assetsList is GET .../records/:recordId/assets (tool list_assets):
 // verified uploads only.
 func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], error) {
@@ -370,53 +314,6 @@ func (a *API) assetsList(ctx context.Context, r request) (List[wire.FileItem], e
 		return List[wire.FileItem]{}, err
 	}
 	return a.fileList(ctx, r.baseURL, k.RestaurantID, items)
-}
-
-// deliveryImagePut is the provider's image upload:
-// PUT /v1/ingest/restaurants/:restaurantId/deliveries/:deliveryId/images/:imageId.
-func (a *API) deliveryImagePut(c *gin.Context) (err error) {
-	defer closeAfterRefusal(c, &err)
-	k := store.ImageKey{DeliveryKey: store.DeliveryKey{RestaurantID: c.Param("restaurantId"), DeliveryID: c.Param("deliveryId")},
-		ImageID: c.Param("imageId")}
-	if !ids.Valid(k.DeliveryID) {
-		return apperr.ErrNotFound
-	}
-	if !ids.Valid(k.ImageID) {
-		return invalidID("imageId")
-	}
-	if _, err := a.store.DeliveryGet(c.Request.Context(), k.DeliveryKey); err != nil {
-		return err
-	}
-	t := store.Resumption{Kind: store.ResumeImage, RestaurantID: k.RestaurantID, DeliveryID: k.DeliveryID, ImageID: k.ImageID}
-	if on, complete, err := resumableCreation(c); err != nil || on {
-		if err != nil {
-			return err
-		}
-		return a.resumeCreate(c, t, complete)
-	}
-	obj, ct, err := a.receiveFile(c, metrics.WriteDeliveryImage, "", true, a.uploadStored(t))
-	if err != nil {
-		return err
-	}
-	return a.applyUpload(c, t, obj, ct)
-}
-
-// applyImage attaches stored bytes to the delivery's image and answers
-// as the image upload does.
-func (a *API) applyImage(c *gin.Context, k store.ImageKey, obj blob.Object, ct string) error {
-	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), k,
-		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
-	if err != nil {
-		return err
-	}
-	if !replayed {
-		a.countUpload(c, k.RestaurantID, obj.Size)
-	}
-	items, err := a.withURL(c.Request.Context(), a.baseURL(c), k.RestaurantID, []wire.FileItem{item})
-	if err != nil {
-		return err
-	}
-	return respondWritten(c, items[0], replayed)
 }
 
 // deliveryImagesList is GET .../deliveries/:deliveryId/images (tool

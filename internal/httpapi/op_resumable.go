@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -23,6 +22,7 @@ import (
 	"github.com/foodsafe/foodsafe/internal/metrics"
 	"github.com/foodsafe/foodsafe/internal/openapi"
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/wire"
 )
 
 // Resumable uploads follow draft-ietf-httpbis-resumable-upload at interop
@@ -46,9 +46,6 @@ const (
 	resumeInterop = "6"
 	// partialUpload is the media type of a PATCH's body.
 	partialUpload = "application/partial-upload"
-	// resumePreemptWait bounds how long a request for an upload waits for
-	// the stale request it stopped to commit its bytes and end.
-	resumePreemptWait = 10 * time.Second
 	// resumeStoreTimeout bounds committing and completing once the
 	// client's bytes are read (the client may have gone: its bytes are
 	// kept all the same).
@@ -500,64 +497,6 @@ func (a *API) uploadDelete(c *gin.Context) error {
 	return nil
 }
 
-// resumeRequests are the requests of this process sending bytes to an
-// upload, by upload: a new request for an upload stops the one before it
-// (a client resumes because it gave up on that one, whose connection may
-// not be known dead for FOODSAFE_UPLOAD_IDLE_TIMEOUT), which commits the
-// bytes it received and frees its upload slot at once. A stale request
-// on another replica is not reached: it ends by its idle timeout, and
-// the database's conditional offset keeps the two from both appending.
-type resumeRequests struct {
-	mu sync.Mutex
-	m  map[string]*resumeRequest
-}
-
-type resumeRequest struct {
-	stop func()
-	done chan struct{}
-}
-
-func newResumeRequests() *resumeRequests { return &resumeRequests{m: map[string]*resumeRequest{}} }
-
-// enter registers the request reading body as the one sending to
-// upload, after stopping the one before it; leave frees its upload slot
-// (release) before it says the request has ended, so the request that
-// stops it finds the slot free. A stopped request keeps the bytes
-// already in its connection's buffer (idleBody.stop), then ends.
-func (r *resumeRequests) enter(upload string, body *idleBody, release func()) (leave func()) {
-	r.preempt(upload)
-	me := &resumeRequest{stop: body.stop, done: make(chan struct{})}
-	r.mu.Lock()
-	r.m[upload] = me
-	r.mu.Unlock()
-	return func() {
-		release()
-		r.mu.Lock()
-		if r.m[upload] == me {
-			delete(r.m, upload)
-		}
-		r.mu.Unlock()
-		close(me.done)
-	}
-}
-
-// preempt stops the request sending to upload, if any, and waits (at
-// most resumePreemptWait) for it to end; it says whether there was one.
-func (r *resumeRequests) preempt(upload string) bool {
-	r.mu.Lock()
-	old := r.m[upload]
-	r.mu.Unlock()
-	if old == nil {
-		return false
-	}
-	old.stop()
-	select {
-	case <-old.done:
-	case <-time.After(resumePreemptWait):
-	}
-	return true
-}
-
 // uploadResource is the route of an upload resource.
 const uploadResource = "/v1/ingest/restaurants/:restaurantId/uploads/:uploadId"
 
@@ -573,3 +512,43 @@ const resumableDoc = "A resumable upload (draft-ietf-httpbis-resumable-upload, i
 var resumableCreated = []openapi.Alt{{Status: http.StatusCreated, Description: "A resumable upload created with Upload-Complete: ?0: " +
 	"the body is kept (Upload-Offset) and the file continues with PATCH at Location. A creation with ?1 is answered as the single " +
 	"PUT once the body is complete; if it is cut, HEAD Location and PATCH the rest."}}
+
+// applyAsset attaches stored bytes to the record's file and answers as
+// the asset upload does.
+func (a *API) applyAsset(c *gin.Context, k store.RecordKey, objectKey string, obj blob.Object, ct string) error {
+	env, how, err := a.store.AssetUploadApply(c.Request.Context(), k,
+		store.Upload{ObjectKey: objectKey, SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if how == store.Applied {
+		a.countUpload(c, k.RestaurantID, obj.Size)
+	}
+	if col, _ := catalog.Lookup(k.Collection); !principal(c).Can(k.RestaurantID, col.ReadScope()) {
+		// Each scope is a separate grant (spec 2.5): the record's data,
+		// written by whoever wrote it, is for keys that read the
+		// collection. A write grant learns what became of its upload (the
+		// change's identity: id, sequence, mutationId, receivedAt); the
+		// bytes' type, length and digest are its own.
+		env.Data = nil
+	}
+	return respondIngested(c, env, how)
+}
+
+// applyImage attaches stored bytes to the delivery's image and answers
+// as the image upload does.
+func (a *API) applyImage(c *gin.Context, k store.ImageKey, obj blob.Object, ct string) error {
+	item, replayed, err := a.store.DeliveryImagePut(c.Request.Context(), k,
+		store.Upload{SHA256: obj.SHA256, ContentType: ct, ByteLength: obj.Size}, a.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if !replayed {
+		a.countUpload(c, k.RestaurantID, obj.Size)
+	}
+	items, err := a.withURL(c.Request.Context(), a.baseURL(c), k.RestaurantID, []wire.FileItem{item})
+	if err != nil {
+		return err
+	}
+	return respondWritten(c, items[0], replayed)
+}

@@ -244,3 +244,65 @@ func (a *API) countUpload(c *gin.Context, restaurant string, bytes int64) {
 		a.logFailure(c.Request.Context(), requestID(c), routeOf(c), fmt.Errorf("counting an upload against the quota: %w", err))
 	}
 }
+
+// resumePreemptWait bounds how long a request for a resumable upload
+// waits for the stale request it stopped to commit its bytes and end.
+const resumePreemptWait = 10 * time.Second
+
+// resumeRequests are the requests of this process sending bytes to an
+// upload, by upload: a new request for an upload stops the one before it
+// (a client resumes because it gave up on that one, whose connection may
+// not be known dead for FOODSAFE_UPLOAD_IDLE_TIMEOUT), which commits the
+// bytes it received and frees its upload slot at once. A stale request
+// on another replica is not reached: it ends by its idle timeout, and
+// the database's conditional offset keeps the two from both appending.
+type resumeRequests struct {
+	mu sync.Mutex
+	m  map[string]*resumeRequest
+}
+
+type resumeRequest struct {
+	stop func()
+	done chan struct{}
+}
+
+func newResumeRequests() *resumeRequests { return &resumeRequests{m: map[string]*resumeRequest{}} }
+
+// enter registers the request reading body as the one sending to
+// upload, after stopping the one before it; leave frees its upload slot
+// (release) before it says the request has ended, so the request that
+// stops it finds the slot free. A stopped request keeps the bytes
+// already in its connection's buffer (idleBody.stop), then ends.
+func (r *resumeRequests) enter(upload string, body *idleBody, release func()) (leave func()) {
+	r.preempt(upload)
+	me := &resumeRequest{stop: body.stop, done: make(chan struct{})}
+	r.mu.Lock()
+	r.m[upload] = me
+	r.mu.Unlock()
+	return func() {
+		release()
+		r.mu.Lock()
+		if r.m[upload] == me {
+			delete(r.m, upload)
+		}
+		r.mu.Unlock()
+		close(me.done)
+	}
+}
+
+// preempt stops the request sending to upload, if any, and waits (at
+// most resumePreemptWait) for it to end; it says whether there was one.
+func (r *resumeRequests) preempt(upload string) bool {
+	r.mu.Lock()
+	old := r.m[upload]
+	r.mu.Unlock()
+	if old == nil {
+		return false
+	}
+	old.stop()
+	select {
+	case <-old.done:
+	case <-time.After(resumePreemptWait):
+	}
+	return true
+}
