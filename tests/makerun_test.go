@@ -222,7 +222,8 @@ func TestMobileTryIt(t *testing.T) {
 	block := shBlockAfter(t, string(guide), "## Try it: a device's round")
 	require.Regexp(t, `(?m)^export DATABASE_URL=`, block, "the second terminal uses make run's database")
 	require.Less(t, strings.Index(block, "export DATABASE_URL="), strings.Index(block, "bin/foodsafe"))
-	for _, step := range []string{"/v1/mobile/sessions", "/mutations/", "/batch", "openssl dgst -sha256", "Repr-Digest", "/asset?objectKey=", "/assets"} {
+	for _, step := range []string{"/v1/mobile/sessions", "/mutations/", "/batch", "openssl dgst -sha256", "Repr-Digest", "/asset?objectKey=", "/assets",
+		"Upload-Draft-Interop-Version: 6", "curl -s -I", "-X PATCH", "application/partial-upload"} {
 		require.Contains(t, block, step)
 	}
 
@@ -231,5 +232,8 @@ func TestMobileTryIt(t *testing.T) {
 	require.Equal(t, 3, strings.Count(out, `"status":200,"replayed":false`), "every item of the batch applied: %s", out)
 	require.NotContains(t, out, `"problem"`)
 	require.Contains(t, out, `"status":"uploaded"`, "the upload's envelope names the file uploaded")
-	require.True(t, strings.HasSuffix(strings.TrimSpace(out), "the file came back whole"), "%s", out)
+	require.Contains(t, out, "the file came back whole", "%s", out)
+	require.Contains(t, out, "kept 100000 bytes", "the cut upload kept every byte sent: %s", out)
+	require.Equal(t, 2, strings.Count(out, `"status":"uploaded"`), "the resumed upload's answer is the single PUT's: %s", out)
+	require.True(t, strings.HasSuffix(strings.TrimSpace(out), "the resumed file came back whole"), "%s", out)
 }
