@@ -375,3 +375,26 @@ func TestResumableExpiry(t *testing.T) {
 		a.requireNoUpload(key, loc)
 	})
 }
+
+// The upload quota holds for each PATCH, against the whole file: a
+// creation of the first bytes passes, the PATCH that would take the key
+// past its bytes of the day is 429 with nothing appended.
+func TestResumableQuotaPerPatch(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.UploadQuotaBytes = 250_000 }))
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	file := randomFile(8, nil, 300_000)
+	rq := uploadReq(key, assetPath("r1", col, "f1", "f1.bin"), "application/octet-stream", digestHeader(file), file[:100_000])
+	rq.Header["Upload-Draft-Interop-Version"], rq.Header["Upload-Complete"] = "6", "?0"
+	r := a.do(rq)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+	u, err := url.Parse(r.Header.Get("Location"))
+	require.NoError(t, err)
+	over := a.patch(key, u.Path, 100_000, file[100_000:], true)
+	requireProblem(t, over, http.StatusTooManyRequests, "upload-quota-exceeded")
+	require.NotEmpty(t, over.Header.Get("Retry-After"))
+	require.Equal(t, 100_000, a.uploadOffset(key, u.Path), "nothing appended")
+}
