@@ -398,3 +398,42 @@ func TestResumableQuotaPerPatch(t *testing.T) {
 	require.NotEmpty(t, over.Header.Get("Retry-After"))
 	require.Equal(t, 100_000, a.uploadOffset(key, u.Path), "nothing appended")
 }
+
+// What a cut costs on the wire, in body bytes: a 12 MiB file cut after
+// 7 MiB, resent whole (the single PUT) or resumed (HEAD and PATCH). Run
+// with -v for the figures of docs/performance.md.
+func TestResumableWireBytes(t *testing.T) {
+	t.Parallel()
+	a := newApp(t)
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	a.put(key, "r1", col, "f2", "m2", picture("f2.bin", nil))
+	file := randomFile(9, nil, 12<<20)
+	sent := 7 << 20
+
+	// Before: the single PUT, cut, nothing kept; the device sends it all again.
+	conn, err := net.Dial("tcp", a.srv.Listener.Addr().String())
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\n"+
+		"Repr-Digest: %s\r\nContent-Length: %d\r\n\r\n", assetPath("r1", col, "f1", "f1.bin"), key, digestHeader(file), len(file))
+	require.NoError(t, err)
+	_, err = conn.Write(file[:sent])
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	r := a.upload(key, assetPath("r1", col, "f1", "f1.bin"), "application/octet-stream", digestHeader(file), file)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	before := sent + len(file)
+
+	// After: resumable, cut at the same byte, then HEAD and the rest.
+	loc := a.resumableCut(key, assetPath("r1", col, "f2", "f2.bin"), "application/octet-stream", file, sent)
+	off := a.uploadOffset(key, loc)
+	r = a.patch(key, loc, off, file[off:], true)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	after := sent + len(file) - off
+	t.Logf("a %d-byte file cut after %d bytes: %d body bytes on the wire resent whole, %d resumed (%.2f of the file, %.2f before)",
+		len(file), sent, before, after, float64(after)/float64(len(file)), float64(before)/float64(len(file)))
+	require.Less(t, after, before)
+	require.LessOrEqual(t, after-len(file), maxResent, "at most maxResent bytes sent twice")
+}
