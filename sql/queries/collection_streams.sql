@@ -10,9 +10,11 @@
 -- PostgreSQL its epoch (changed_epoch, a generated column); no indexed
 -- column changes but that epoch, once per 1,024 transactions, so the update
 -- is HOT. On Citus the function is evaluated on the coordinator, like
--- every non-immutable function of a modification. collection_streams_pkey.
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
-VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), 1, sqlc.arg(received_at), pg_current_xact_id()::text::bigint)
+-- every non-immutable function of a modification. A new stream has no
+-- record yet, so its largest record is 0 bytes (max_record_bytes, which
+-- the statement applying the change raises). collection_streams_pkey.
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact, max_record_bytes)
+VALUES (sqlc.arg(restaurant_id), sqlc.arg(collection), 1, sqlc.arg(received_at), pg_current_xact_id()::text::bigint, 0)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
     SET last_sequence    = collection_streams.last_sequence + 1,
         last_received_at = greatest(collection_streams.last_received_at, excluded.last_received_at),

@@ -13,7 +13,13 @@
 -- the transaction back, the stream's position with it, so positions stay
 -- gapless; the caller then answers as a replay or a conflict. (A DO NOTHING
 -- there would commit the position without a change.)
--- Indexes: collection_streams_pkey (the position), record_changes_pkey
+-- It also raises the stream's max_record_bytes when the change is larger
+-- than every version before it (the walk statements read it to skip their
+-- byte sum), in the same transaction as the change, so no snapshot sees
+-- the change without it; the row is the one StreamNextSequence locked,
+-- and it is written again only when the change is the stream's largest.
+-- Indexes: collection_streams_pkey (the position, and its largest
+-- record), record_changes_pkey
 -- (the mutation id's uniqueness, and the previous version, found by the
 -- current row's mutation id), records_pkey (the current row by record id,
 -- and the upsert; records_walk_idx cannot serve these clauses, see
@@ -28,6 +34,13 @@ WITH change AS (
     WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)
     RETURNING restaurant_id, collection, sequence, record_id, mutation_id, deleted, data, captured_at,
               received_at, source_version, payload_version
+), widest AS (
+    UPDATE collection_streams s
+    SET max_record_bytes = octet_length(change.data::text)
+    FROM change
+    WHERE s.restaurant_id = change.restaurant_id AND s.collection = change.collection
+      AND s.max_record_bytes < octet_length(change.data::text)
+    RETURNING s.max_record_bytes
 ), previous AS (
     UPDATE record_changes h
     SET superseded_by = change.sequence, superseded_at = change.received_at
@@ -129,6 +142,21 @@ ON CONFLICT (restaurant_id, collection, record_id) DO UPDATE
     -- Only ever forward: a stale write can never overwrite a newer state.
     WHERE records.sequence < excluded.sequence;
 
+-- name: StreamWidestRecordRaise :exec
+-- On Citus, after RecordUpsertCurrent in the same pipeline: raises the
+-- stream's max_record_bytes to the appended change's size when it is the
+-- largest yet, as RecordApplyChange does in its statement (the walk
+-- statements read it to skip their byte sum). One restaurant's rows, so
+-- one shard. record_changes_pkey (the change by mutation id),
+-- collection_streams_pkey.
+UPDATE collection_streams s
+SET max_record_bytes = octet_length(c.data::text)
+FROM record_changes c
+WHERE c.restaurant_id = sqlc.arg(restaurant_id) AND c.mutation_id = sqlc.arg(mutation_id)
+  AND c.collection = sqlc.arg(collection) AND c.sequence = sqlc.arg(sequence)
+  AND s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)
+  AND s.max_record_bytes < octet_length(c.data::text);
+
 -- name: RecordGet :one
 -- Serves GET .../records/{recordId}: the current state, tombstones
 -- included. records_pkey, the only index this clause can use
@@ -195,12 +223,26 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- sent. The caller cuts the merged page by bytes again, exactly
 -- (the versions of branch 2 are bounded here by B, the last row branch 1
 -- sent, not by their own bytes).
+-- That running sum (a window aggregate over the page's rows) cost a page
+-- of small records about a fifth of its rate, so branch 1 is written
+-- twice, and one-time filters run exactly one of them (the other is
+-- "never executed"): the plain range scan when no page of the stream can
+-- reach max_bytes, that is when max_rows times the stream's largest
+-- record version (collection_streams.max_record_bytes, which ingest
+-- raises in the transaction that writes a version; read here in the
+-- statement's own snapshot, so a record grown since is counted) is under
+-- max_bytes, or max_bytes is NULL; the summed one otherwise, or when the
+-- largest is unknown (NULL). The versions of branch 2 and the rows
+-- bound's sum reads are written no later than P, so that largest bounds
+-- them too, and bound's sum is filtered off with the plain scan.
 -- The service runs it for pages with a pin; a page without one (P = H, so
 -- branch 2 is empty) runs RecordWalkFirstPage, this statement without it.
 -- The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
 -- records_walk_idx: written as max(), a planner without statistics (a
 -- never-ANALYZEd table) aggregates the stream's whole index range instead.
--- Both reads of records say `restaurant_id = $1 COLLATE "C"`: records_walk_idx
+-- The stream's largest record is read by collection_streams_pkey, one
+-- probe (the table's only index on both columns without a collation).
+-- Every read of records says `restaurant_id = $1 COLLATE "C"`: records_walk_idx
 -- compares restaurant_id under "C" (migration 00006), so it is the only
 -- index matching these clauses, and lookups by record id, which do not name
 -- the collation, can never take it, with or without statistics. Branch 2
@@ -212,9 +254,11 @@ WITH head AS (
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
                      ORDER BY r.sequence DESC
                      LIMIT 1),
-                    0)::bigint AS h
+                    0)::bigint AS h,
+           (SELECT s.max_record_bytes FROM collection_streams s
+            WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)) AS widest
 ), pin AS (
-    SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h FROM head
+    SELECT COALESCE(sqlc.narg(pinned)::bigint, head.h)::bigint AS p, head.h, head.widest FROM head
 ), bound AS (
     SELECT LEAST(COALESCE((SELECT r.sequence FROM records r
                            WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
@@ -232,12 +276,25 @@ WITH head AS (
                         WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
                           AND r.sequence > sqlc.arg(after_sequence)
                           AND r.sequence <= (SELECT p FROM pin)
+                          AND NOT (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
+                                   OR sqlc.narg(max_bytes)::bigint IS NULL)
                         ORDER BY r.sequence
                         LIMIT sqlc.arg(max_rows)) s
                   WHERE s.before >= sqlc.narg(max_bytes)::bigint
                     AND (s.before_previous IS NULL OR s.before_previous < sqlc.narg(max_bytes)::bigint)
                   LIMIT 1))::bigint AS b
 )
+(SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+        r.captured_at, r.received_at, r.source_version, r.payload_version
+ FROM records r
+ WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+   AND r.sequence > sqlc.arg(after_sequence)
+   AND r.sequence <= (SELECT p FROM pin)
+   AND (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
+        OR sqlc.narg(max_bytes)::bigint IS NULL)
+ ORDER BY r.sequence
+ LIMIT sqlc.arg(max_rows))
+UNION ALL
 (SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
         w.captured_at, w.received_at, w.source_version, w.payload_version
  FROM (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
@@ -247,9 +304,11 @@ WITH head AS (
        WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
          AND r.sequence > sqlc.arg(after_sequence)
          AND r.sequence <= (SELECT p FROM pin)
+         AND NOT (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
+                  OR sqlc.narg(max_bytes)::bigint IS NULL)
        ORDER BY r.sequence
        LIMIT sqlc.arg(max_rows)) w
- WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint)
 UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
         h.captured_at, h.received_at, h.source_version, h.payload_version
@@ -273,7 +332,9 @@ UNION ALL
 -- superseded_by in (H, H], which is empty, so it reads records alone:
 --   1. current versions with sequence in (after, H]: one range scan of
 --      records_walk_idx, stopped by LIMIT, and bounded by max_bytes as
---      RecordWalkPage's branch 1 is;
+--      RecordWalkPage's branch 1 is: written twice, without and with the
+--      running sum, and only one runs, chosen by the stream's largest
+--      record (collection_streams_pkey) as there;
 --   2. only when (after, H] is empty: the marker row of RecordWalkPage,
 --      carrying H.
 -- GET /v1/records reads the first page of each stream it reaches with it,
@@ -289,8 +350,21 @@ WITH head AS (
                      WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
                      ORDER BY r.sequence DESC
                      LIMIT 1),
-                    0)::bigint AS h
+                    0)::bigint AS h,
+           (SELECT s.max_record_bytes FROM collection_streams s
+            WHERE s.restaurant_id = sqlc.arg(restaurant_id) AND s.collection = sqlc.arg(collection)) AS widest
 )
+(SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+        r.captured_at, r.received_at, r.source_version, r.payload_version
+ FROM records r
+ WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
+   AND r.sequence > sqlc.arg(after_sequence)
+   AND r.sequence <= (SELECT h FROM head)
+   AND (COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
+        OR sqlc.narg(max_bytes)::bigint IS NULL)
+ ORDER BY r.sequence
+ LIMIT sqlc.arg(max_rows))
+UNION ALL
 (SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
         w.captured_at, w.received_at, w.source_version, w.payload_version
  FROM (SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
@@ -300,9 +374,11 @@ WITH head AS (
        WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
          AND r.sequence > sqlc.arg(after_sequence)
          AND r.sequence <= (SELECT h FROM head)
+         AND NOT (COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
+                  OR sqlc.narg(max_bytes)::bigint IS NULL)
        ORDER BY r.sequence
        LIMIT sqlc.arg(max_rows)) w
- WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint)
 UNION ALL
 (SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM head

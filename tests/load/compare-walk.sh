@@ -57,6 +57,14 @@ SELECT 'r1', 'temperature-records', 't-' || i, i, 'seed-' || i, false,
        1700000000000 + i, 1700000000000 + i, 1
 FROM generate_series(1, $N) i;
 INSERT INTO collection_streams VALUES ('r1', 'temperature-records', $N);
+-- The stream's largest record, as ingest keeps it since migration 00042
+-- (a binary before it has no such column).
+DO \$\$ BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.columns
+             WHERE table_name = 'collection_streams' AND column_name = 'max_record_bytes') THEN
+    UPDATE collection_streams SET max_record_bytes = (SELECT max(octet_length(data::text)) FROM records);
+  END IF;
+END \$\$;
 SQL
   psql "$u" -qc "VACUUM ANALYZE" >/dev/null
   addr=ADDR_${s^^} maddr=METRICS_${s^^}

@@ -30,8 +30,8 @@ func (q *Queries) StreamHead(ctx context.Context, arg StreamHeadParams) (int64, 
 }
 
 const StreamNextSequence = `-- name: StreamNextSequence :one
-INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact)
-VALUES ($1, $2, 1, $3, pg_current_xact_id()::text::bigint)
+INSERT INTO collection_streams (restaurant_id, collection, last_sequence, last_received_at, changed_xact, max_record_bytes)
+VALUES ($1, $2, 1, $3, pg_current_xact_id()::text::bigint, 0)
 ON CONFLICT (restaurant_id, collection) DO UPDATE
     SET last_sequence    = collection_streams.last_sequence + 1,
         last_received_at = greatest(collection_streams.last_received_at, excluded.last_received_at),
@@ -61,7 +61,9 @@ type StreamNextSequenceRow struct {
 // PostgreSQL its epoch (changed_epoch, a generated column); no indexed
 // column changes but that epoch, once per 1,024 transactions, so the update
 // is HOT. On Citus the function is evaluated on the coordinator, like
-// every non-immutable function of a modification. collection_streams_pkey.
+// every non-immutable function of a modification. A new stream has no
+// record yet, so its largest record is 0 bytes (max_record_bytes, which
+// the statement applying the change raises). collection_streams_pkey.
 func (q *Queries) StreamNextSequence(ctx context.Context, arg StreamNextSequenceParams) (StreamNextSequenceRow, error) {
 	row := q.db.QueryRow(ctx, StreamNextSequence, arg.RestaurantID, arg.Collection, arg.ReceivedAt)
 	var i StreamNextSequenceRow

@@ -119,6 +119,8 @@ type CollectionStream struct {
 	ChangedXact int64
 	// changed_xact / 1024, kept by PostgreSQL: what the listing indexes key instead of changed_xact, so that an update keeps its index entries (HOT) unless 1,024 transactions passed since the stream's last write.
 	ChangedEpoch *int64
+	// Bytes of the largest record version (octet_length of its data as text) written to the stream, never lowered; NULL: unknown. The walk statements skip their byte sum when the page's rows times this stay under the page's byte bound.
+	MaxRecordBytes *int64
 }
 
 // Goods-in delivery checks. Read by time window (deliveries_list_idx); immutable after insert.

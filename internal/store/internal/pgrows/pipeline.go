@@ -27,11 +27,13 @@ type batchSender interface {
 
 // RecordApply appends a change and makes it the record's current state:
 // RecordChangeAppend, RecordSupersedePrevious and RecordUpsertCurrent, in
-// that order, sent as one pipeline inside the caller's transaction (one
-// round trip, like a single statement, while each statement stays on one
-// restaurant's shard on Citus). When the mutation id exists already the
-// append returns no row (pgx.ErrNoRows), and the two others, which act only
-// on the appended change, do nothing.
+// that order, then StreamWidestRecordRaise (the stream's largest record,
+// which RecordApplyChange raises in its own statement), sent as one
+// pipeline inside the caller's transaction (one round trip, like a single
+// statement, while each statement stays on one restaurant's shard on
+// Citus). When the mutation id exists already the append returns no row
+// (pgx.ErrNoRows), and the others, which act only on the appended change,
+// do nothing.
 func RecordApply(ctx context.Context, conn db.DBTX, arg db.RecordChangeAppendParams) (db.RecordChangeAppendRow, error) {
 	sender, ok := conn.(batchSender)
 	if !ok {
@@ -42,17 +44,19 @@ func RecordApply(ctx context.Context, conn db.DBTX, arg db.RecordChangeAppendPar
 		arg.Deleted, arg.Data, arg.CapturedAt, arg.ReceivedAt, arg.SourceVersion, arg.PayloadVersion, arg.RequestSha256)
 	b.Queue(db.RecordSupersedePrevious, arg.Sequence, arg.ReceivedAt, arg.RestaurantID, arg.Collection, arg.RecordID, arg.MutationID)
 	b.Queue(db.RecordUpsertCurrent, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
+	b.Queue(db.StreamWidestRecordRaise, arg.RestaurantID, arg.MutationID, arg.Collection, arg.Sequence)
 	br := sender.SendBatch(ctx, b)
 	var i db.RecordChangeAppendRow
 	appendErr := br.QueryRow().Scan(&i.RestaurantID, &i.Collection, &i.Sequence, &i.RecordID, &i.MutationID,
 		&i.Deleted, &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion)
 	_, supersedeErr := br.Exec()
 	_, upsertErr := br.Exec()
+	_, widestErr := br.Exec()
 	closeErr := br.Close()
 	// The first failure in pipeline order is the cause; the statements
 	// after it only report the aborted transaction. No row from the append
 	// is not a failure of the pipeline.
-	for _, err := range []error{appendErr, supersedeErr, upsertErr, closeErr} {
+	for _, err := range []error{appendErr, supersedeErr, upsertErr, widestErr, closeErr} {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return db.RecordChangeAppendRow{}, err
 		}

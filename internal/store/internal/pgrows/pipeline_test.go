@@ -38,6 +38,7 @@ func TestPipelinesAgreeWithSqlc(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, q.RecordSupersedePrevious(ctx, sameFields[db.RecordSupersedePreviousParams](t, arg)))
 		require.NoError(t, q.RecordUpsertCurrent(ctx, sameFields[db.RecordUpsertCurrentParams](t, arg)))
+		require.NoError(t, q.StreamWidestRecordRaise(ctx, sameFields[db.StreamWidestRecordRaiseParams](t, arg)))
 
 		require.Equal(t, oneByOne.sent, pipelined.sent, "statements and arguments, in order")
 		require.Equal(t, want, got, "the appended change, column by column")

@@ -1,0 +1,230 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
+)
+
+// widestPut ingests one version of record id in collection c of r1, with
+// data of about size bytes (deleted when size is 0), through the store,
+// and returns its mutation id.
+func widestPut(t *testing.T, st *store.Store, c, id string, size int) string {
+	t.Helper()
+	var n int
+	require.NoError(t, st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM record_changes`).Scan(&n))
+	m := fmt.Sprintf("w%04d", n+1)
+	d := sha256.Sum256([]byte(m))
+	mut := store.Mutation{RecordKey: store.RecordKey{RestaurantID: "r1", Collection: c, RecordID: id},
+		MutationID: m, Deleted: size == 0, CapturedAt: 7, PayloadVersion: 1, RequestSHA256: d[:]}
+	if size > 0 {
+		mut.Data = []byte(fmt.Sprintf(`{"name":%q}`, strings.Repeat("x", max(size-11, 1))))
+	}
+	_, _, err := st.RecordIngest(context.Background(), mut, 11)
+	require.NoError(t, err)
+	return m
+}
+
+// widest is the stream's max_record_bytes (nil: unknown).
+func widest(t *testing.T, st *store.Store, c string) *int64 {
+	t.Helper()
+	var w *int64
+	require.NoError(t, st.Pool().QueryRow(context.Background(),
+		`SELECT max_record_bytes FROM collection_streams WHERE restaurant_id = 'r1' AND collection = $1`, c).Scan(&w))
+	return w
+}
+
+// Ingest keeps each stream's largest record version in
+// collection_streams.max_record_bytes, as the walk statements read it:
+// octet_length of the stored data. A larger version raises it, a smaller
+// one or a deletion never lowers it; the statements ingest runs on Citus
+// raise it as the plain one does.
+func TestStreamKeepsItsWidestRecord(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	_, err := st.Pool().Exec(context.Background(), `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	exact := func(c string) int64 {
+		var n int64
+		require.NoError(t, st.Pool().QueryRow(context.Background(),
+			`SELECT COALESCE(max(octet_length(data::text)), 0) FROM record_changes WHERE restaurant_id = 'r1' AND collection = $1`, c).Scan(&n))
+		return n
+	}
+	widestPut(t, st, "areas", "a1", 100)
+	require.Equal(t, exact("areas"), *widest(t, st, "areas"))
+	require.EqualValues(t, 100, *widest(t, st, "areas"))
+	widestPut(t, st, "areas", "a2", 5000)
+	require.EqualValues(t, 5000, *widest(t, st, "areas"))
+	widestPut(t, st, "areas", "a2", 200) // the large record shrinks: its old version is still walked as of a pin
+	widestPut(t, st, "areas", "a1", 0)
+	require.EqualValues(t, 5000, *widest(t, st, "areas"))
+	require.Equal(t, exact("areas"), *widest(t, st, "areas"))
+
+	st.UseDistributedIngest()
+	widestPut(t, st, "users", "u1", 300)
+	require.EqualValues(t, 300, *widest(t, st, "users"))
+	widestPut(t, st, "users", "u2", 9000)
+	widestPut(t, st, "users", "u3", 10)
+	require.EqualValues(t, 9000, *widest(t, st, "users"))
+	widestPut(t, st, "areas", "a3", 7000)
+	require.EqualValues(t, 7000, *widest(t, st, "areas"))
+}
+
+// walkScans runs a walk statement under EXPLAIN ANALYZE and returns the
+// loops of its two scans of the page's current versions in
+// records_walk_idx: the one without the byte sum (plain) and the one under
+// the window aggregate (summed); the reads of its CTEs (head, pin, bound)
+// are not these. 0 loops is "never executed"; a scan the planner removed
+// (a constant one-time filter: no byte bound) counts as never executed.
+func walkScans(t *testing.T, st *store.Store, statement string, args ...any) (plain, summed int) {
+	t.Helper()
+	var out []byte
+	require.NoError(t, st.Pool().QueryRow(context.Background(),
+		`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+statement, args...).Scan(&out))
+	var plans []struct{ Plan planNode }
+	require.NoError(t, json.Unmarshal(out, &plans))
+	scans := 0
+	var walk func(n planNode, underWindow bool)
+	walk = func(n planNode, underWindow bool) {
+		underWindow = underWindow || n.NodeType == "WindowAgg"
+		if n.NodeType == "Index Scan" && n.IndexName == "records_walk_idx" {
+			scans++
+			if underWindow {
+				summed = n.ActualLoops
+			} else {
+				plain = n.ActualLoops
+			}
+		}
+		for _, c := range n.Plans {
+			if c.ParentRelationship != "InitPlan" && c.ParentRelationship != "SubPlan" {
+				walk(c, underWindow)
+			}
+		}
+	}
+	walk(plans[0].Plan, false)
+	require.NotZero(t, scans, "the statement scans the page's current versions: %s", out)
+	require.LessOrEqual(t, scans, 2, "%s", out)
+	return plain, summed
+}
+
+type planNode struct {
+	NodeType           string     `json:"Node Type"`
+	IndexName          string     `json:"Index Name"`
+	ParentRelationship string     `json:"Parent Relationship"`
+	ActualLoops        int        `json:"Actual Loops"`
+	Plans              []planNode `json:"Plans"`
+}
+
+// A walk page of a stream whose largest record times the page's rows
+// stays under the byte bound runs the branch without the byte sum (the
+// one with it is never executed); one of a stream with a record that
+// could fill the bound, or whose largest record is unknown (a stream
+// written before migration 00042 knew it), runs the sum, and the other is
+// never executed. Both statements, first page and pinned page, and a page
+// with no byte bound, which never sums.
+func TestWalkSumsBytesOnlyWhenARecordCouldReachTheBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	for i := range 30 {
+		widestPut(t, st, "areas", fmt.Sprintf("a%02d", i), 100)
+	}
+	for i := range 3 {
+		widestPut(t, st, "users", fmt.Sprintf("u%02d", i), 100)
+	}
+	widestPut(t, st, "users", "big", 40_000)
+	const bound = int64(1 << 20)
+	maxBytes := bound
+	first := func(c string, rows int32, maxBytes *int64) (int, int) {
+		return walkScans(t, st, db.RecordWalkFirstPage, "r1", c, int64(0), rows, maxBytes)
+	}
+	pinned := func(c string, rows int32, maxBytes *int64) (int, int) {
+		pin := int64(3)
+		return walkScans(t, st, db.RecordWalkPage, "r1", c, &pin, int64(0), rows, maxBytes)
+	}
+	for name, run := range map[string]func(string, int32, *int64) (int, int){"first page": first, "pinned page": pinned} {
+		// 101 rows of at most 100 bytes: far under 1 MiB.
+		plain, summed := run("areas", 101, &maxBytes)
+		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, small records: plain scan run, summed never", name)
+		// 101 rows of up to 40,000 bytes could reach 1 MiB.
+		plain, summed = run("users", 101, &maxBytes)
+		require.Equal(t, [2]int{0, 1}, [2]int{plain, summed}, "%s, a large record: summed scan run, plain never", name)
+		// 26 rows of up to 40,000 bytes stay under it (26 x 40,000 < 1 MiB).
+		plain, summed = run("users", 26, &maxBytes)
+		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, a large record but few rows", name)
+		plain, summed = run("users", 101, nil)
+		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, no byte bound", name)
+	}
+	_, err = st.Pool().Exec(ctx, `UPDATE collection_streams SET max_record_bytes = NULL WHERE collection = 'areas'`)
+	require.NoError(t, err)
+	plain, summed := first("areas", 101, &maxBytes)
+	require.Equal(t, [2]int{0, 1}, [2]int{plain, summed}, "a stream whose largest record is unknown sums")
+}
+
+// A walk of a stream of small records (each page takes the branch without
+// the byte sum) whose records grow large between its pages: the pages
+// after the growth sum (the stream's largest record is read in the same
+// snapshot as the page's rows), each page stays under the bound before
+// its last record, and the walk still returns every record once, as it
+// stood at the pin.
+func TestWalkOfRecordsThatGrowStaysBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	const records, budget = 30, 20_000
+	asOfPin := map[string]string{}
+	for i := range records {
+		id := fmt.Sprintf("a%02d", i)
+		asOfPin[id] = widestPut(t, st, "areas", id, 150)
+	}
+	seen := map[string]int{}
+	var pos *store.WalkPos
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 50)
+		page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 5, MaxBytes: budget, Pos: pos})
+		require.NoError(t, err)
+		var before int
+		for k, e := range page.Records {
+			seen[e.ID]++
+			require.Equal(t, asOfPin[e.ID], e.MutationID, "record %s as of the pin", e.ID)
+			if k < len(page.Records)-1 {
+				before += len(e.Data)
+			}
+		}
+		require.Less(t, before, budget, "page %d: what comes before its last record is under the bound", pages)
+		if page.Next == nil {
+			break
+		}
+		pos = page.Next
+		if pages == 1 {
+			// Records not returned yet grow to a third of the bound, and
+			// new large ones are written after the pin.
+			for i := 12; i < records; i += 2 {
+				widestPut(t, st, "areas", fmt.Sprintf("a%02d", i), budget/3)
+			}
+			widestPut(t, st, "areas", "new", budget)
+		}
+	}
+	require.Len(t, seen, records)
+	for id, c := range seen {
+		require.Equal(t, 1, c, "record %s", id)
+	}
+	// A new walk sees the grown records, and its first page is cut by
+	// bytes, well before its limit.
+	page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "areas", Limit: 100, MaxBytes: budget})
+	require.NoError(t, err)
+	require.NotNil(t, page.Next)
+	require.Less(t, len(page.Records), records+1)
+}
