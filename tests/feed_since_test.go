@@ -58,16 +58,11 @@ func (a *app) readFeedSince(key, since string, limit int) (map[string][]string, 
 	}
 }
 
-// GET /v1/records?since= brings what changed since a changesCursor (the
-// feed's or GET /v1/changes'), many streams a page: the new versions,
-// tombstones and new records of the streams written since, and the
-// deliveries received since, never what the position already held; a
-// stream it ends keeps a changesCursor a walk goes on from. Nothing
-// changed: one empty last page. Refused with 400: garbage, a listing's
-// nextCursor, since with cursor, and a position issued before the key's
-// grants changed.
-func TestRecordFeedSince(t *testing.T) {
-	t.Parallel()
+// sinceApp is the service with restaurants r1 and r2 and a key that
+// writes and reads them: four areas of r1, one of r2, a product and a
+// delivery of r1, written through the API.
+func sinceApp(t *testing.T) (*app, string) {
+	t.Helper()
 	a := newApp(t)
 	a.addRestaurants("r1", "r2")
 	key := a.newKey(grant("r1", "areas:write", "areas:read", "products:write", "products:read", catalog.DeliveriesRead, "deliveries:write"),
@@ -78,6 +73,20 @@ func TestRecordFeedSince(t *testing.T) {
 	a.put(key, "r2", "areas", "b1", "m-b1", area("b1"))
 	a.put(key, "r1", "products", "p1", "m-p1", map[string]any{"name": "Flour", "isDeleted": false})
 	a.putDelivery(key, "r1", "d1", time.Now())
+	return a, key
+}
+
+// GET /v1/records?since= brings what changed since a changesCursor (the
+// feed's or GET /v1/changes'), many streams a page: the new versions,
+// tombstones and new records of the streams written since, and the
+// deliveries received since, never what the position already held; a
+// stream it ends keeps a changesCursor a walk goes on from. Nothing
+// changed: one empty last page. Refused with 400: garbage, a listing's
+// nextCursor, since with cursor, and a position issued before the key's
+// grants changed.
+func TestRecordFeedSince(t *testing.T) {
+	t.Parallel()
+	a, key := sinceApp(t)
 	full := a.readFeed(key, "", 500)
 
 	items, ended, idle, pages := a.readFeedSince(key, full.changes, 500)
@@ -166,16 +175,7 @@ func (w *sinceWalk) add(t testing.TB, p feedPageDoc) {
 // before the key's grants changed.
 func TestRecordFeedSinceOverMCP(t *testing.T) {
 	t.Parallel()
-	a := newApp(t)
-	a.addRestaurants("r1", "r2")
-	key := a.newKey(grant("r1", "areas:write", "areas:read", "products:write", "products:read", catalog.DeliveriesRead, "deliveries:write"),
-		grant("r2", "areas:write", "areas:read"))
-	for _, id := range []string{"a1", "a2", "a3", "a4"} {
-		a.put(key, "r1", "areas", id, "m-"+id, area(id))
-	}
-	a.put(key, "r2", "areas", "b1", "m-b1", area("b1"))
-	a.put(key, "r1", "products", "p1", "m-p1", map[string]any{"name": "Flour", "isDeleted": false})
-	a.putDelivery(key, "r1", "d1", time.Now())
+	a, key := sinceApp(t)
 	position := a.readFeed(key, "", 500).changes
 	a.put(key, "r1", "areas", "a1", "m-a1-2", area("a1 again"))
 	a.tombstone(key, "r1", "areas", "a3", "m-a3-gone")

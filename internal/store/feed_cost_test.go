@@ -108,12 +108,14 @@ func openCountedStore(t *testing.T) (*store.Store, *statementCounter) {
 	return st, c
 }
 
-// ingestAll writes each restaurant's records (collection, id and data
-// per write, in order) through the store's ingest, restaurants in
-// parallel.
-func ingestAll(t *testing.T, st *store.Store, writes map[string][][3]string) {
+// ingestAll adds the restaurants, then writes each restaurant's records
+// (collection, id and data per write, in order) through the store's
+// ingest, restaurants in parallel.
+func ingestAll(t *testing.T, st *store.Store, restaurants []string, writes map[string][][3]string) {
 	t.Helper()
 	ctx := context.Background()
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
+	require.NoError(t, err)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -153,7 +155,6 @@ func ingestAll(t *testing.T, st *store.Store, writes map[string][][3]string) {
 // stream of the page back to reads of one row.
 func TestRecordFeedPageCostsItsRows(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	st, counter := openCountedStore(t)
 	collections := []string{"areas", "products", "suppliers", "users"}
 	var restaurants []string
@@ -183,9 +184,7 @@ func TestRecordFeedPageCostsItsRows(t *testing.T) {
 			}
 		}
 	}
-	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
-	require.NoError(t, err)
-	ingestAll(t, st, writes)
+	ingestAll(t, st, restaurants, writes)
 	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: collections}}
 	for _, limit := range []int{100, 500} {
 		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
@@ -221,7 +220,6 @@ func requireCostsItsRows(t *testing.T, limit int, costs []feedPageCost) {
 // again.
 func TestRecordFeedPageCostsItsRowsWhenHeadsOverstate(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	st, counter := openCountedStore(t)
 	var restaurants []string
 	writes := map[string][][3]string{}
@@ -243,9 +241,7 @@ func TestRecordFeedPageCostsItsRowsWhenHeadsOverstate(t *testing.T) {
 			}
 		}
 	}
-	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
-	require.NoError(t, err)
-	ingestAll(t, st, writes)
+	ingestAll(t, st, restaurants, writes)
 	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: []string{"areas", "products"}}}
 	for _, limit := range []int{7, 100, 500} {
 		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
@@ -265,7 +261,6 @@ func TestRecordFeedPageCostsItsRowsWhenHeadsOverstate(t *testing.T) {
 // read 43 rows (16 MB) to return 6.
 func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	st, counter := openCountedStore(t)
 	const size = 400_000
 	data := fmt.Sprintf(`{"name":%q,"isDeleted":false}`, strings.Repeat("x", size-29))
@@ -293,9 +288,7 @@ func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 			}
 		}
 	}
-	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
-	require.NoError(t, err)
-	ingestAll(t, st, writes)
+	ingestAll(t, st, restaurants, writes)
 	groups := []store.StreamGroup{{Restaurants: []string{"big", "s1", "s2", "s3", "s4"}, Streams: []string{"users"}}}
 	items, costs := feedCosts(t, st, counter, groups, 500, 1<<20)
 	require.Equal(t, want, items)
@@ -319,7 +312,6 @@ func TestRecordFeedReadsWhatItReturns(t *testing.T) {
 // pages of 500 in a few rounds, every page full but the last.
 func TestRecordFeedContinuesStreamsTogether(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	st, counter := openCountedStore(t)
 	var restaurants []string
 	writes := map[string][][3]string{}
@@ -339,13 +331,19 @@ func TestRecordFeedContinuesStreamsTogether(t *testing.T) {
 			want = append(want, r+"/areas/"+id)
 		}
 	}
-	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
-	require.NoError(t, err)
-	ingestAll(t, st, writes)
+	ingestAll(t, st, restaurants, writes)
 	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: []string{"areas"}}}
-	for _, limit := range []int{100, 500} {
+	requireFullPages(t, st, counter, groups, want, "every record once, in order", 100, 500)
+}
+
+// requireFullPages reads the feed of groups at each limit and requires
+// want, in order (what says so), at the cost of its rows
+// (requireCostsItsRows), every page full but the last.
+func requireFullPages(t *testing.T, st *store.Store, counter *statementCounter, groups []store.StreamGroup, want []string, what string, limits ...int) {
+	t.Helper()
+	for _, limit := range limits {
 		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
-		require.Equal(t, want, items, "limit %d: every record once, in order", limit)
+		require.Equal(t, want, items, "limit %d: %s", limit, what)
 		requireCostsItsRows(t, limit, costs)
 		require.Len(t, costs, (len(want)+limit-1)/limit, "limit %d: full pages", limit)
 	}
@@ -379,9 +377,7 @@ func TestRecordFeedContinuesDeliveries(t *testing.T) {
 			want = append(want, r+"/"+store.DeliveryStream+"/"+id)
 		}
 	}
-	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, restaurants)
-	require.NoError(t, err)
-	ingestAll(t, st, writes)
+	ingestAll(t, st, restaurants, writes)
 	for _, d := range deliveries {
 		digest, err := d.ContentDigest()
 		require.NoError(t, err)
@@ -389,10 +385,5 @@ func TestRecordFeedContinuesDeliveries(t *testing.T) {
 		require.NoError(t, err)
 	}
 	groups := []store.StreamGroup{{Restaurants: restaurants, Streams: []string{"areas", store.DeliveryStream}}}
-	for _, limit := range []int{1, 3, 7, 50, 500} {
-		items, costs := feedCosts(t, st, counter, groups, limit, 1<<20)
-		require.Equal(t, want, items, "limit %d: every record and delivery once, in order", limit)
-		requireCostsItsRows(t, limit, costs)
-		require.Len(t, costs, (len(want)+limit-1)/limit, "limit %d: full pages", limit)
-	}
+	requireFullPages(t, st, counter, groups, want, "every record and delivery once, in order", 1, 3, 7, 50, 500)
 }
