@@ -310,3 +310,42 @@ func TestOnlineDeliveryTemperatures(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	require.Equal(t, "100", firstTemperature(t, r.Body))
 }
+
+// Migration 00042 gives each existing stream the size of its largest
+// record version (octet_length of its data as text, as the walk statements
+// count it), superseded versions included (a pinned walk still returns
+// them), compacted ones and tombstones not (no data); 0 for a stream with
+// no data (deliveries, only tombstones).
+func TestMigrationStreamWidestRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqlDB, p := migratedTo(t, 40)
+	_, err := sqlDB.ExecContext(ctx, `INSERT INTO restaurants (id, enabled_at) VALUES ('r1', now())`)
+	require.NoError(t, err)
+	_, err = sqlDB.ExecContext(ctx, `
+		INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256, superseded_by, superseded_at, compacted_at)
+		VALUES ('r1', 'areas', 1, 'a1', 'm1', false, '{"name":"a long name, superseded"}', 1, 1, 1, '\x00', 3, 1, NULL),
+		       ('r1', 'areas', 2, 'a2', 'm2', false, '{"name":"b"}', 1, 1, 1, '\x00', NULL, NULL, NULL),
+		       ('r1', 'areas', 3, 'a1', 'm3', false, '{"name":"a"}', 1, 1, 1, '\x00', NULL, NULL, NULL),
+		       ('r1', 'users', 1, 'u1', 'm4', false, NULL, 1, 1, 1, '\x00', 2, 1, 1),
+		       ('r1', 'users', 2, 'u1', 'm5', true, NULL, 1, 1, 1, '\x00', NULL, NULL, NULL)`)
+	require.NoError(t, err)
+	_, err = sqlDB.ExecContext(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence)
+		VALUES ('r1', 'areas', 3), ('r1', 'users', 2), ('r1', 'deliveries', 0)`)
+	require.NoError(t, err)
+
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	got := map[string]int64{}
+	rows, err := sqlDB.QueryContext(ctx, `SELECT collection, max_record_bytes FROM collection_streams`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var c string
+		var n int64
+		require.NoError(t, rows.Scan(&c, &n))
+		got[c] = n
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int64{"areas": int64(len(`{"name":"a long name, superseded"}`)), "users": 0, "deliveries": 0}, got)
+}
