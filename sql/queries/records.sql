@@ -232,7 +232,10 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- raises in the transaction that writes a version; read here in the
 -- statement's own snapshot, so a record grown since is counted) is under
 -- max_bytes, or max_bytes is NULL; the summed one otherwise, or when the
--- largest is unknown (NULL). The versions of branch 2 and the rows
+-- largest is unknown (NULL). No bound is compared as the largest bigint,
+-- not tested with IS NULL, so that a plan made for a NULL max_bytes
+-- keeps both scans (a constant filter would replace the summed one by an
+-- empty relation that the window aggregate then sorts). The versions of branch 2 and the rows
 -- bound's sum reads are written no later than P, so that largest bounds
 -- them too, and bound's sum is filtered off with the plain scan.
 -- The service runs it for pages with a pin; a page without one (P = H, so
@@ -276,8 +279,8 @@ WITH head AS (
                         WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
                           AND r.sequence > sqlc.arg(after_sequence)
                           AND r.sequence <= (SELECT p FROM pin)
-                          AND NOT (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
-                                   OR sqlc.narg(max_bytes)::bigint IS NULL)
+                          AND NOT COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer
+                                           < COALESCE(sqlc.narg(max_bytes)::bigint, 9223372036854775807), false)
                         ORDER BY r.sequence
                         LIMIT sqlc.arg(max_rows)) s
                   WHERE s.before >= sqlc.narg(max_bytes)::bigint
@@ -290,8 +293,8 @@ WITH head AS (
  WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
    AND r.sequence > sqlc.arg(after_sequence)
    AND r.sequence <= (SELECT p FROM pin)
-   AND (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
-        OR sqlc.narg(max_bytes)::bigint IS NULL)
+   AND COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer
+                < COALESCE(sqlc.narg(max_bytes)::bigint, 9223372036854775807), false)
  ORDER BY r.sequence
  LIMIT sqlc.arg(max_rows))
 UNION ALL
@@ -304,11 +307,11 @@ UNION ALL
        WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
          AND r.sequence > sqlc.arg(after_sequence)
          AND r.sequence <= (SELECT p FROM pin)
-         AND NOT (COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
-                  OR sqlc.narg(max_bytes)::bigint IS NULL)
+         AND NOT COALESCE((SELECT widest FROM pin) * sqlc.arg(max_rows)::integer
+                         < COALESCE(sqlc.narg(max_bytes)::bigint, 9223372036854775807), false)
        ORDER BY r.sequence
        LIMIT sqlc.arg(max_rows)) w
- WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint)
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
 UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
         h.captured_at, h.received_at, h.source_version, h.payload_version
@@ -360,8 +363,8 @@ WITH head AS (
  WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
    AND r.sequence > sqlc.arg(after_sequence)
    AND r.sequence <= (SELECT h FROM head)
-   AND (COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
-        OR sqlc.narg(max_bytes)::bigint IS NULL)
+   AND COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer
+                < COALESCE(sqlc.narg(max_bytes)::bigint, 9223372036854775807), false)
  ORDER BY r.sequence
  LIMIT sqlc.arg(max_rows))
 UNION ALL
@@ -374,11 +377,11 @@ UNION ALL
        WHERE r.restaurant_id = sqlc.arg(restaurant_id) COLLATE "C" AND r.collection = sqlc.arg(collection)
          AND r.sequence > sqlc.arg(after_sequence)
          AND r.sequence <= (SELECT h FROM head)
-         AND NOT (COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer < sqlc.narg(max_bytes)::bigint, false)
-                  OR sqlc.narg(max_bytes)::bigint IS NULL)
+         AND NOT COALESCE((SELECT widest FROM head) * sqlc.arg(max_rows)::integer
+                         < COALESCE(sqlc.narg(max_bytes)::bigint, 9223372036854775807), false)
        ORDER BY r.sequence
        LIMIT sqlc.arg(max_rows)) w
- WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint)
+ WHERE w.before_previous IS NULL OR w.before_previous < sqlc.narg(max_bytes)::bigint OR sqlc.narg(max_bytes)::bigint IS NULL)
 UNION ALL
 (SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM head

@@ -379,8 +379,8 @@ WITH head AS (
  WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
    AND r.sequence > $3
    AND r.sequence <= (SELECT h FROM head)
-   AND (COALESCE((SELECT widest FROM head) * $4::integer < $5::bigint, false)
-        OR $5::bigint IS NULL)
+   AND COALESCE((SELECT widest FROM head) * $4::integer
+                < COALESCE($5::bigint, 9223372036854775807), false)
  ORDER BY r.sequence
  LIMIT $4)
 UNION ALL
@@ -393,11 +393,11 @@ UNION ALL
        WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
          AND r.sequence > $3
          AND r.sequence <= (SELECT h FROM head)
-         AND NOT (COALESCE((SELECT widest FROM head) * $4::integer < $5::bigint, false)
-                  OR $5::bigint IS NULL)
+         AND NOT COALESCE((SELECT widest FROM head) * $4::integer
+                         < COALESCE($5::bigint, 9223372036854775807), false)
        ORDER BY r.sequence
        LIMIT $4) w
- WHERE w.before_previous IS NULL OR w.before_previous < $5::bigint)
+ WHERE w.before_previous IS NULL OR w.before_previous < $5::bigint OR $5::bigint IS NULL)
 UNION ALL
 (SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
  FROM head
@@ -510,8 +510,8 @@ WITH head AS (
                         WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
                           AND r.sequence > $4
                           AND r.sequence <= (SELECT p FROM pin)
-                          AND NOT (COALESCE((SELECT widest FROM pin) * $5::integer < $6::bigint, false)
-                                   OR $6::bigint IS NULL)
+                          AND NOT COALESCE((SELECT widest FROM pin) * $5::integer
+                                           < COALESCE($6::bigint, 9223372036854775807), false)
                         ORDER BY r.sequence
                         LIMIT $5) s
                   WHERE s.before >= $6::bigint
@@ -524,8 +524,8 @@ WITH head AS (
  WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
    AND r.sequence > $4
    AND r.sequence <= (SELECT p FROM pin)
-   AND (COALESCE((SELECT widest FROM pin) * $5::integer < $6::bigint, false)
-        OR $6::bigint IS NULL)
+   AND COALESCE((SELECT widest FROM pin) * $5::integer
+                < COALESCE($6::bigint, 9223372036854775807), false)
  ORDER BY r.sequence
  LIMIT $5)
 UNION ALL
@@ -538,11 +538,11 @@ UNION ALL
        WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
          AND r.sequence > $4
          AND r.sequence <= (SELECT p FROM pin)
-         AND NOT (COALESCE((SELECT widest FROM pin) * $5::integer < $6::bigint, false)
-                  OR $6::bigint IS NULL)
+         AND NOT COALESCE((SELECT widest FROM pin) * $5::integer
+                         < COALESCE($6::bigint, 9223372036854775807), false)
        ORDER BY r.sequence
        LIMIT $5) w
- WHERE w.before_previous IS NULL OR w.before_previous < $6::bigint)
+ WHERE w.before_previous IS NULL OR w.before_previous < $6::bigint OR $6::bigint IS NULL)
 UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
         h.captured_at, h.received_at, h.source_version, h.payload_version
@@ -647,7 +647,10 @@ type RecordWalkPageRow struct {
 // raises in the transaction that writes a version; read here in the
 // statement's own snapshot, so a record grown since is counted) is under
 // max_bytes, or max_bytes is NULL; the summed one otherwise, or when the
-// largest is unknown (NULL). The versions of branch 2 and the rows
+// largest is unknown (NULL). No bound is compared as the largest bigint,
+// not tested with IS NULL, so that a plan made for a NULL max_bytes
+// keeps both scans (a constant filter would replace the summed one by an
+// empty relation that the window aggregate then sorts). The versions of branch 2 and the rows
 // bound's sum reads are written no later than P, so that largest bounds
 // them too, and bound's sum is filtered off with the plain scan.
 // The service runs it for pages with a pin; a page without one (P = H, so
