@@ -27,7 +27,7 @@ import (
 // scans a table sequentially or sorts fails the test.
 var hotPathIndexes = map[string][]string{
 	"KeyAuthLookup":            {"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"},
-	"SessionAuthLookup":        {"mobile_sessions_public_id_key", "api_keys_pkey", "key_grants_pkey", "session_grants_pkey"},
+	"SessionAuthLookup":        {"mobile_sessions_public_id_key", "api_keys_pkey", "session_grants_pkey"},
 	"RecordGet":                {"records_pkey"},
 	"RecordWalkPage":           {"records_walk_idx", "record_changes_lifetime_idx", "collection_streams_pkey"},
 	"RecordWalkFirstPage":      {"records_walk_idx", "collection_streams_pkey"},

@@ -81,12 +81,23 @@ func (s *Store) KeyForAuth(ctx context.Context, publicID string) (*auth.KeyRecor
 // 20,000 restaurants holds one list, not 20,000.
 func (s *Store) keyLookup(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
 	s.keys.dbLookups.Add(1)
+	rec, err := s.keyRead(ctx, publicID)
+	if rec == nil && err == nil {
+		s.unknown.add(publicID, time.Now())
+	}
+	return rec, err
+}
+
+// keyRead is the one place a key's grants are read from the database:
+// keyLookup for a key, SessionForAuth for the key a session token acts
+// for, so that a token of a large key reads the key's few rows of
+// key_grant_sets, not its grants. nil when no key has the id.
+func (s *Store) keyRead(ctx context.Context, publicID string) (*auth.KeyRecord, error) {
 	rows, err := s.q.KeyAuthLookup(ctx, publicID)
 	if err != nil {
 		return nil, translate(err)
 	}
 	if len(rows) == 0 {
-		s.unknown.add(publicID, time.Now())
 		return nil, nil
 	}
 	r := rows[0]
