@@ -31,6 +31,9 @@ import (
 //     made once from it (auth.KeyRecord.Index): what the first request of
 //     the key costs beyond its own work; cached-bytes is the heap the
 //     record and its principal keep (what the key cache holds);
+//   - session-request: what every request made with a session token of
+//     the key, carrying one restaurant's scopes, costs to authenticate
+//     (SessionForAuth and the token's check; tokens are never cached);
 //   - rebuild: foodsafe_key_grant_sets_rebuild of the key, what the key
 //     commands add to their transaction and migration 00043 costs per key;
 //   - poll: a GET /v1/changes page from the position a full listing
@@ -79,6 +82,13 @@ func BenchmarkLargeKey(b *testing.B) {
 	require.NoError(b, err)
 	b.Logf("%d restaurants x %d scopes and %d streams seeded in %s", n, len(reads), n*len(streams), time.Since(start).Round(time.Second))
 
+	var keyID int64
+	require.NoError(b, st.Pool().QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, issued.PublicID).Scan(&keyID))
+	token := auth.NewToken()
+	require.NoError(b, st.SessionCreate(ctx, keyID, token, time.Now().Add(24*time.Hour), grants[n/2:n/2+1]))
+	tokenCred, ok := auth.ParseCredential(token.Full)
+	require.True(b, ok)
+
 	a := newApp(b, withDatabaseURL(dbURL))
 	for _, stats := range []string{"never-analyzed", "analyzed"} {
 		if stats == "analyzed" {
@@ -121,6 +131,15 @@ func BenchmarkLargeKey(b *testing.B) {
 			runtime.ReadMemStats(&after)
 			runtime.KeepAlive(rec)
 			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "cached-bytes")
+		})
+		b.Run(stats+"/session-request", func(b *testing.B) {
+			for b.Loop() {
+				s, err := st.SessionForAuth(ctx, token.PublicID)
+				require.NoError(b, err)
+				p, reason := s.Check(tokenCred, time.Now())
+				require.Empty(b, reason)
+				require.Equal(b, 1, p.Restaurants())
+			}
 		})
 		b.Run(stats+"/rebuild", func(b *testing.B) {
 			for b.Loop() {
