@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 
 	"github.com/foodsafe/foodsafe/internal/mirror/typed"
 )
@@ -141,43 +142,19 @@ func (p *Page) upsertRecords(ctx context.Context, tbl string, rows []keyedRecord
 	return scanKeys(res)
 }
 
-// deleteRecords applies tombstones in delete mode, in one statement: a
-// row goes when its tombstone is newer (always in a rebuild). It returns
-// the rows it deleted (a record created and deleted between two syncs
-// was never here).
+// deleteRecords applies tombstones in delete mode: a row goes when its
+// tombstone is newer (always in a rebuild). It returns the rows it
+// deleted (a record created and deleted between two syncs was never
+// here).
 func (p *Page) deleteRecords(ctx context.Context, tbl string, ts []keyedRecord, force bool) ([]rowKey, error) {
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	var rows *sql.Rows
-	var err error
+	del := p.sqliteDeleteRecords
 	if p.t.d.postgres {
-		// Each key found through the primary key, whatever the planner
-		// knows (see deleteKeys).
-		rs, ids, seqs := make([]string, len(ts)), make([]string, len(ts)), make([]int64, len(ts))
-		for i, r := range ts {
-			rs[i], ids[i], seqs[i] = r.restaurant, r.ID, r.Sequence
-		}
-		rows, err = p.tx.QueryContext(ctx, `DELETE FROM `+tbl+` WHERE ctid = ANY (ARRAY(
-			SELECT x.ctid FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(r, id, seq)
-			CROSS JOIN LATERAL (SELECT ctid FROM `+tbl+` WHERE restaurant_id = k.r AND id = k.id AND ($4::boolean OR sequence < k.seq) OFFSET 0) x))
-			RETURNING restaurant_id, id`, rs, ids, seqs, force)
-	} else {
-		args := make([]any, 0, 3*len(ts)+1)
-		for _, r := range ts {
-			args = append(args, r.restaurant, r.ID, r.Sequence)
-		}
-		args = append(args, force)
-		rows, err = p.tx.QueryContext(ctx, `DELETE FROM `+tbl+` WHERE (restaurant_id, id) IN (
-			SELECT t.restaurant_id, t.id FROM (VALUES `+rowsOf("(?, ?, ?)", len(ts))+`) AS v
-			JOIN `+tbl+` AS t ON t.restaurant_id = v.column1 AND t.id = v.column2
-			WHERE ? OR t.sequence < v.column3)
-			RETURNING restaurant_id, id`, args...)
+		del = p.postgresDeleteRecords
 	}
-	if err != nil {
-		return nil, err
-	}
-	deleted, err := scanKeys(rows)
+	deleted, err := del(ctx, tbl, ts, force)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +165,60 @@ func (p *Page) deleteRecords(ctx context.Context, tbl string, ts []keyedRecord, 
 		}
 	}
 	return out, nil
+}
+
+// postgresDeleteRecords is deleteRecords in PostgreSQL: every tombstone
+// in one statement, three arrays its parameters, each key found through
+// the primary key whatever the planner knows (see deleteKeys).
+func (p *Page) postgresDeleteRecords(ctx context.Context, tbl string, ts []keyedRecord, force bool) (map[rowKey]bool, error) {
+	rs, ids, seqs := make([]string, len(ts)), make([]string, len(ts)), make([]int64, len(ts))
+	for i, r := range ts {
+		rs[i], ids[i], seqs[i] = r.restaurant, r.ID, r.Sequence
+	}
+	rows, err := p.tx.QueryContext(ctx, `DELETE FROM `+tbl+` WHERE ctid = ANY (ARRAY(
+		SELECT x.ctid FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(r, id, seq)
+		CROSS JOIN LATERAL (SELECT ctid FROM `+tbl+` WHERE restaurant_id = k.r AND id = k.id AND ($4::boolean OR sequence < k.seq) OFFSET 0) x))
+		RETURNING restaurant_id, id`, rs, ids, seqs, force)
+	if err != nil {
+		return nil, err
+	}
+	return scanKeys(rows)
+}
+
+// tombstoneArgs is the parameters of a tombstone in SQLite's delete, and
+// tombstoneChunk the tombstones of one such statement: with its one more
+// parameter (force), it stays within maxArgs.
+const (
+	tombstoneArgs  = 3
+	tombstoneChunk = (maxArgs - 1) / tombstoneArgs
+)
+
+// sqliteDeleteRecords is deleteRecords in SQLite, which binds each
+// tombstone's parameters: a statement per tombstoneChunk of them.
+func (p *Page) sqliteDeleteRecords(ctx context.Context, tbl string, ts []keyedRecord, force bool) (map[rowKey]bool, error) {
+	deleted := map[rowKey]bool{}
+	for start := 0; start < len(ts); start += tombstoneChunk {
+		chunk := ts[start:min(len(ts), start+tombstoneChunk)]
+		args := make([]any, 0, tombstoneArgs*len(chunk)+1)
+		for _, r := range chunk {
+			args = append(args, r.restaurant, r.ID, r.Sequence)
+		}
+		args = append(args, force)
+		rows, err := p.tx.QueryContext(ctx, `DELETE FROM `+tbl+` WHERE (restaurant_id, id) IN (
+			SELECT t.restaurant_id, t.id FROM (VALUES `+rowsOf("(?, ?, ?)", len(chunk))+`) AS v
+			JOIN `+tbl+` AS t ON t.restaurant_id = v.column1 AND t.id = v.column2
+			WHERE ? OR t.sequence < v.column3)
+			RETURNING restaurant_id, id`, args...)
+		if err != nil {
+			return nil, err
+		}
+		keys, err := scanKeys(rows)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(deleted, keys)
+	}
+	return deleted, nil
 }
 
 func scanKeys(rows *sql.Rows) (map[rowKey]bool, error) {

@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -89,6 +90,74 @@ func TestApplyCollectionAcrossRestaurants(t *testing.T) {
 			}
 			if got := queryStrings(t, tg.db, `SELECT restaurant_id || ' ' || id FROM deliveries ORDER BY 1`); !reflect.DeepEqual(got, []string{"r1 d1", "r1 d2", "r2 d1"}) {
 				t.Fatalf("deliveries %v", got)
+			}
+		})
+	}
+}
+
+// A page of more tombstones than one SQLite statement binds (three
+// parameters each) is deleted a chunk at a time, every tombstone of every
+// chunk applied by its own sequence: all of them newer delete their rows,
+// in both dialects, and the first of each chunk, older than its row,
+// leaves it. Unchunked, SQLite refuses the statement (too many SQL
+// variables).
+func TestApplyCollectionDeletesMoreTombstonesThanAStatementBinds(t *testing.T) {
+	ctx := context.Background()
+	n := 2*tombstoneChunk + 1 // three statements in SQLite, the last of one tombstone
+	restaurant := func(i int) string { return fmt.Sprintf("r%d", 3*i/n) }
+	id := func(i int) string { return fmt.Sprintf("t%05d", i) }
+	for _, spec := range []string{"sqlite", "postgres"} {
+		t.Run(spec, func(t *testing.T) {
+			tg := newSQLiteTarget(t)
+			if spec == "postgres" {
+				var err error
+				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tg.Close() })
+			}
+			if err := tg.EnsureCollection(ctx, "temperature-records"); err != nil {
+				t.Fatal(err)
+			}
+			page := func(rec func(i int) Record) []StreamRecords {
+				var streams []StreamRecords
+				for i := range n {
+					if r := restaurant(i); len(streams) == 0 || streams[len(streams)-1].Restaurant != r {
+						streams = append(streams, StreamRecords{Restaurant: r})
+					}
+					streams[len(streams)-1].Records = append(streams[len(streams)-1].Records, rec(i))
+				}
+				return streams
+			}
+			apply := func(streams []StreamRecords) {
+				t.Helper()
+				if err := tg.Update(ctx, func(p *Page) error {
+					return p.ApplyCollection(ctx, "temperature-records", streams, TombstoneDelete, false)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			apply(page(func(i int) Record { return temp(id(i), 2, "3", "x") }))
+			var kept []string
+			apply(page(func(i int) Record {
+				seq := int64(3)
+				if i%tombstoneChunk == 0 {
+					seq = 1
+					kept = append(kept, restaurant(i)+" "+id(i))
+				}
+				return Record{ID: id(i), Sequence: seq, Deleted: true, MutationID: "m", PayloadVersion: 1}
+			}))
+			if len(kept) != 3 {
+				t.Fatalf("kept %v: the page does not span three statements", kept)
+			}
+			for _, q := range []string{
+				`SELECT restaurant_id || ' ' || id FROM "temperature_records" ORDER BY 1`,
+				`SELECT restaurant_id || ' ' || id FROM typed_temperature_records ORDER BY 1`,
+				`SELECT restaurant_id || ' ' || parent_id FROM typed_temperature_records_corrective_actions ORDER BY 1`,
+			} {
+				if got := queryStrings(t, tg.db, q); !reflect.DeepEqual(got, kept) {
+					t.Fatalf("%s: %d rows left (%.5v), want %v", q, len(got), got, kept)
+				}
 			}
 		})
 	}
