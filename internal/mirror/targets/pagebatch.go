@@ -249,8 +249,10 @@ func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries
 	seen := map[rowKey]bool{}
 	for _, s := range streams {
 		for _, d := range s.Deliveries {
-			// A delivery named twice is written once: an upsert may not
-			// meet a row its own statement wrote (PostgreSQL refuses it).
+			// A delivery named twice is written once, as first named: an
+			// upsert may not meet a row its own statement wrote
+			// (PostgreSQL refuses it), and the typed rows below are built
+			// from the same occurrence that is stored.
 			if k := (rowKey{s.Restaurant, d.ID}); !seen[k] {
 				seen[k] = true
 				all = append(all, keyed{s.Restaurant, d})
@@ -262,11 +264,9 @@ func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries
 	for start := 0; start < len(all); start += statesChunk {
 		chunk := all[start:min(len(all), start+statesChunk)]
 		args := make([]any, 0, 8*len(chunk))
-		byKey := make(map[rowKey]Delivery, len(chunk))
 		for _, k := range chunk {
 			d := k.d
 			args = append(args, k.restaurant, d.ID, d.OccurredAt, d.IsCompliant, d.SupplierID, d.SupplierName, d.ImageCount, string(d.Data))
-			byKey[rowKey{k.restaurant, d.ID}] = d
 		}
 		rows, err := p.tx.QueryContext(ctx, p.t.d.q(`INSERT INTO deliveries (restaurant_id, id, occurred_at, is_compliant, supplier_id, supplier_name, image_count, data)
 			VALUES `+rowsOf("(?, ?, ?, ?, ?, ?, ?, ?)", len(chunk))+` ON CONFLICT (restaurant_id, id) DO UPDATE SET data = excluded.data
@@ -281,9 +281,8 @@ func (p *Page) ApplyDeliveriesOf(ctx context.Context, streams []StreamDeliveries
 		for _, k := range chunk {
 			rk := rowKey{k.restaurant, k.d.ID}
 			if keys[rk] {
-				delete(keys, rk) // a delivery named twice is new once
 				counts[k.restaurant]++
-				inserted = append(inserted, keyedInput{k.restaurant, typed.Input{ID: k.d.ID, Data: byKey[rk].Data}})
+				inserted = append(inserted, keyedInput{k.restaurant, typed.Input{ID: k.d.ID, Data: k.d.Data}})
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -158,6 +159,69 @@ func TestApplyCollectionDeletesMoreTombstonesThanAStatementBinds(t *testing.T) {
 				if got := queryStrings(t, tg.db, q); !reflect.DeepEqual(got, kept) {
 					t.Fatalf("%s: %d rows left (%.5v), want %v", q, len(got), got, kept)
 				}
+			}
+		})
+	}
+}
+
+// A page naming one delivery twice, with different data, stores it once,
+// as first named, and its typed rows are built from that same
+// occurrence: they say what the stored row's data says, in both
+// dialects.
+func TestApplyDeliveriesOfNamedTwiceTypesTheStoredOccurrence(t *testing.T) {
+	ctx := context.Background()
+	delivery := func(supplier, product string) Delivery {
+		return Delivery{ID: "d1", OccurredAt: 1795766700000, SupplierID: "s1", SupplierName: supplier, Data: []byte(`{"id":"d1","restaurantId":"r1",
+			"occurredAt":"1795766700000","isCompliant":true,"supplier":{"id":"s1","name":"` + supplier + `"},
+			"temperatureRecords":[{"product":"` + product + `","lotNumber":"L1","unit":"°C","value":2}],
+			"nonComplianceReasons":[],"correctiveActions":[],"commentary":null,"imageCount":0}`)}
+	}
+	for _, spec := range []string{"sqlite", "postgres"} {
+		t.Run(spec, func(t *testing.T) {
+			tg := newSQLiteTarget(t)
+			if spec == "postgres" {
+				var err error
+				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tg.Close() })
+			}
+			var counts map[string]int64
+			if err := tg.Update(ctx, func(p *Page) error {
+				var err error
+				counts, err = p.ApplyDeliveriesOf(ctx, []StreamDeliveries{
+					{Restaurant: "r1", Deliveries: []Delivery{delivery("First Farm", "Salmon"), delivery("Second Farm", "Cod")}},
+				})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int64{"r1": 1}; !reflect.DeepEqual(counts, want) {
+				t.Fatalf("new deliveries %v, want %v", counts, want)
+			}
+			stored := append(queryStrings(t, tg.db, `SELECT data FROM deliveries`), queryStrings(t, tg.db, `SELECT supplier_name FROM deliveries`)...)
+			if len(stored) != 2 {
+				t.Fatalf("deliveries %v", stored)
+			}
+			data, column := stored[0], stored[1]
+			var doc struct {
+				Supplier           struct{ Name string }
+				TemperatureRecords []struct{ Product string }
+			}
+			if err := json.Unmarshal([]byte(data), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.TemperatureRecords) != 1 || doc.Supplier.Name != column {
+				t.Fatalf("stored row %q", stored)
+			}
+			if column != "First Farm" { // ON CONFLICT keeps the first row of the statement
+				t.Fatalf("stored %q, want the first occurrence", column)
+			}
+			if got := queryStrings(t, tg.db, `SELECT supplier_name FROM typed_deliveries`); !reflect.DeepEqual(got, []string{doc.Supplier.Name}) {
+				t.Errorf("typed_deliveries %v, the stored row says %q", got, doc.Supplier.Name)
+			}
+			if got := queryStrings(t, tg.db, `SELECT product FROM typed_deliveries_temperature_records`); !reflect.DeepEqual(got, []string{doc.TemperatureRecords[0].Product}) {
+				t.Errorf("typed_deliveries_temperature_records %v, the stored row says %q", got, doc.TemperatureRecords[0].Product)
 			}
 		})
 	}
