@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -225,6 +226,13 @@ func (t *Target) unlock() {
 		t.lockFile = nil
 	}
 	if t.lockConn != nil {
+		// Unlocked by statement: closing the connection releases the lock
+		// only when the server's backend has ended, which may be after
+		// Close returns, so a target opened again at once could find the
+		// lock still held. Errors are left to the connection's end.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = t.lockConn.ExecContext(ctx, `SELECT pg_advisory_unlock(hashtext('foodsafe-sync'))`)
+		cancel()
 		t.lockConn.Close()
 		t.lockConn = nil
 	}

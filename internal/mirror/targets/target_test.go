@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/foodsafe/foodsafe/internal/mirror/typed"
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 func TestPlaceholders(t *testing.T) {
@@ -153,5 +155,49 @@ func TestTimeArgs(t *testing.T) {
 	}
 	if got := (dialect{postgres: true}).sqlArg(at); got != at {
 		t.Errorf("PostgreSQL time %v", got)
+	}
+}
+
+// Releasing a PostgreSQL target's lock frees it at once for another
+// session, while the target's own connections are still open: the lock is
+// a session's, and the connection that took it goes back to the pool
+// rather than ending, so only an explicit unlock lets a run that starts
+// right after this one's Close take the target (a run that found it still
+// held would stop with "another foodsafe-sync holds it").
+func TestReleasedLockIsFreeAtOnce(t *testing.T) {
+	ctx := context.Background()
+	url := testdb.EmptyURL(t)
+	tg, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := tg.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	try := func() bool {
+		t.Helper()
+		var ok bool
+		if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('foodsafe-sync'))`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if try() {
+		t.Fatal("another session took the lock of an open target")
+	}
+	tg.unlock()
+	if !try() {
+		t.Fatal("the lock is still held after the target released it")
 	}
 }
