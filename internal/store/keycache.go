@@ -363,12 +363,12 @@ func proveListening(ctx context.Context, conn *pgconn.PgConn) error {
 	return nil
 }
 
-// keyCommand runs f, a change to keys or grants, in a transaction (whose
-// commit the triggers announce) and returns keyMaxSilence plus a margin
-// after the commit (rule 4). On Citus, where no server caches keys, it
-// returns at once.
+// keyCommand runs f, a change to keys or grants, in a READ COMMITTED
+// transaction (inTxReadCommitted), whose commit the triggers announce,
+// and returns keyMaxSilence plus a margin after the commit (rule 4). On
+// Citus, where no server caches keys, it returns at once.
 func (s *Store) keyCommand(ctx context.Context, f func(q *db.Queries) error) error {
-	if err := s.inTx(ctx, f); err != nil {
+	if err := s.inTxReadCommitted(ctx, f); err != nil {
 		return err
 	}
 	// Not knowing (an error asking), wait as if not on Citus.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/auth"
@@ -230,10 +231,56 @@ func TestKeyGrantSetsFollowEveryChange(t *testing.T) {
 // the other's trigger, run before, could not delete. The summary is
 // already gone when the change begins (an earlier change by hand), so no
 // row of key_grant_sets makes the rebuild wait: only the key's lock does.
+//
+// The same holds whatever default_transaction_isolation the database
+// has: a key command's transaction is READ COMMITTED, whose statements
+// each take a new snapshot. Before it said so, a database defaulting to
+// REPEATABLE READ made the rebuild read the grants as of its first
+// statement, before the change it waited for, and the revoked grant was
+// honoured until the key's next change.
 func TestKeyGrantSetsRebuildWaitsForAChangeInFlight(t *testing.T) {
 	t.Parallel()
+	for _, isolation := range []string{"", "repeatable read", "serializable"} {
+		name := isolation
+		if name == "" {
+			name = "server default"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rebuildWaitsForAChangeInFlight(t, isolation)
+		})
+	}
+}
+
+// defaultIsolation makes isolation the default_transaction_isolation of
+// url's database (for the connections opened afterwards); "" leaves the
+// server's.
+func defaultIsolation(t *testing.T, url, isolation string) {
+	t.Helper()
+	if isolation == "" {
+		return
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = c.Close(ctx) }()
+	_, err = c.Exec(ctx, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', current_database(), '"+isolation+"'); END $$")
+	require.NoError(t, err)
+}
+
+// readCommitted begins a transaction at READ COMMITTED, as a DBA editing
+// grants by hand must (docs/dbas.md), whatever the database's default.
+func readCommitted(t *testing.T, conn *pgx.Conn) pgx.Tx {
+	t.Helper()
+	tx, err := conn.BeginTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	require.NoError(t, err)
+	return tx
+}
+
+func rebuildWaitsForAChangeInFlight(t *testing.T, isolation string) {
 	ctx := context.Background()
 	url := testdb.URL(t)
+	defaultIsolation(t, url, isolation)
 	s, err := store.Open(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -248,12 +295,13 @@ func TestKeyGrantSetsRebuildWaitsForAChangeInFlight(t *testing.T) {
 	require.NoError(t, err)
 
 	// A hand edit, committed: r2 loses users:read, the summary goes.
-	_, err = conn.Exec(ctx, `DELETE FROM key_grants g USING api_keys k WHERE g.key_id = k.id AND k.public_id = $1
+	tx := readCommitted(t, conn)
+	_, err = tx.Exec(ctx, `DELETE FROM key_grants g USING api_keys k WHERE g.key_id = k.id AND k.public_id = $1
 		AND g.restaurant_id = 'r2' AND g.scope = 'users:read'`, issued.PublicID)
 	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
 	// Another, in flight: r1 loses users:read.
-	tx, err := conn.Begin(ctx)
-	require.NoError(t, err)
+	tx = readCommitted(t, conn)
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, `DELETE FROM key_grants g USING api_keys k WHERE g.key_id = k.id AND k.public_id = $1
 		AND g.restaurant_id = 'r1' AND g.scope = 'users:read'`, issued.PublicID)
@@ -292,4 +340,130 @@ func TestKeyGrantSetsRebuildWaitsForAChangeInFlight(t *testing.T) {
 	require.True(t, p.Can("r2", "areas:read"))
 	grantRows, _ := lookupReads(t, other, issued.PublicID)
 	require.Zero(t, grantRows, "read from the rebuilt summary")
+}
+
+// In a REPEATABLE READ or SERIALIZABLE transaction a statement sees the
+// database as of the transaction's first one, so neither the triggers nor
+// the rebuild can keep the summary right there: a trigger cannot delete a
+// summary rebuilt after that snapshot, and a rebuild would build from
+// grants changed since. A change of key_grants there is refused with an
+// error saying to use READ COMMITTED, and a rebuild there only deletes
+// the key's summary (the lookup then reads key_grants). Before, both
+// committed and the key kept a grant taken away.
+func TestKeyGrantSetsOutsideReadCommitted(t *testing.T) {
+	t.Parallel()
+	for _, level := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
+		t.Run(string(level), func(t *testing.T) {
+			t.Parallel()
+			keyGrantSetsOutsideReadCommitted(t, level)
+		})
+	}
+}
+
+func keyGrantSetsOutsideReadCommitted(t *testing.T, level pgx.TxIsoLevel) {
+	ctx := context.Background()
+	url := testdb.URL(t)
+	s, err := store.Open(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
+	require.NoError(t, err)
+	ab := []string{"areas:read", "users:read"}
+	issued := auth.NewKey()
+	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: ab}, {RestaurantID: "r2", Scopes: ab}})
+	require.NoError(t, err)
+	var keyID int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, issued.PublicID).Scan(&keyID))
+	drop := func(restaurantID string) string {
+		return fmt.Sprintf(`DELETE FROM key_grants WHERE key_id = %d AND restaurant_id = '%s' AND scope = 'users:read'`, keyID, restaurantID)
+	}
+	// agrees checks that the key's lookup honours exactly what key_grants
+	// holds, whether it read the summary or the grants.
+	agrees := func(t *testing.T) {
+		t.Helper()
+		rec, err := s.KeyForAuth(ctx, issued.PublicID)
+		require.NoError(t, err)
+		p := auth.NewPrincipal(rec.ID, rec.PublicID, rec.Grants)
+		for _, r := range []string{"r1", "r2"} {
+			for _, scope := range ab {
+				var held bool
+				require.NoError(t, conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM key_grants
+					WHERE key_id = $1 AND restaurant_id = $2 AND scope = $3)`, keyID, r, scope).Scan(&held))
+				if held {
+					require.True(t, p.Can(r, scope), "the lookup lost %s on %s", scope, r)
+				} else {
+					require.False(t, p.Can(r, scope), "the summary holds a grant taken away: %s on %s", scope, r)
+				}
+			}
+		}
+	}
+
+	t.Run("a change of key_grants is refused", func(t *testing.T) {
+		// The summary is gone (a change by hand at READ COMMITTED) when the
+		// transaction's snapshot is taken, and rebuilt (a key command)
+		// after it: the change's trigger cannot see the new summary.
+		_, err := conn.Exec(ctx, drop("r2"))
+		require.NoError(t, err)
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: level})
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, `SELECT 1`)
+		require.NoError(t, err)
+		require.NoError(t, s.KeyGrant(ctx, issued.PublicID, []auth.Grant{{RestaurantID: "r1", Scopes: ab}}))
+		_, err = tx.Exec(ctx, drop("r1"))
+		if err == nil {
+			require.NoError(t, tx.Commit(ctx))
+		} else {
+			require.NoError(t, tx.Rollback(ctx))
+		}
+		agrees(t)
+		var pe *pgconn.PgError
+		require.ErrorAs(t, err, &pe, "the change is refused")
+		require.Equal(t, "25000", pe.Code, "invalid_transaction_state")
+		require.Contains(t, pe.Message, "READ COMMITTED")
+		require.Contains(t, pe.Hint, "BEGIN ISOLATION LEVEL READ COMMITTED")
+
+		// What the error tells the DBA to do works.
+		tx = readCommitted(t, conn)
+		_, err = tx.Exec(ctx, drop("r1"))
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		agrees(t)
+	})
+
+	t.Run("a rebuild only deletes the summary", func(t *testing.T) {
+		_, err := conn.Exec(ctx, `DELETE FROM key_grants WHERE key_id = $1`, keyID)
+		require.NoError(t, err)
+		_, err = conn.Exec(ctx, `INSERT INTO key_grants (key_id, restaurant_id, scope)
+			SELECT $1, r, s FROM unnest(ARRAY['r1', 'r2']) r, unnest(ARRAY['areas:read', 'users:read']) s`, keyID)
+		require.NoError(t, err)
+		// The snapshot is taken, then r1 loses users:read (committed), then
+		// the rebuild runs from that snapshot.
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: level})
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, `SELECT 1`)
+		require.NoError(t, err)
+		other, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = other.Close(ctx) })
+		_, err = other.Exec(ctx, drop("r1"))
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SELECT foodsafe_key_grant_sets_rebuild($1)`, keyID)
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		agrees(t)
+		grantRows, _ := lookupReads(t, conn, issued.PublicID)
+		require.NotZero(t, grantRows, "no summary: the lookup reads key_grants")
+
+		// A rebuild at READ COMMITTED builds it again.
+		_, err = conn.Exec(ctx, `SELECT foodsafe_key_grant_sets_rebuild($1)`, keyID)
+		require.NoError(t, err)
+		agrees(t)
+		grantRows, _ = lookupReads(t, conn, issued.PublicID)
+		require.Zero(t, grantRows)
+	})
 }

@@ -182,7 +182,7 @@ func addGrants(ctx context.Context, q *db.Queries, keyID int64, grants []auth.Gr
 // restaurant must be enabled; otherwise nothing is written.
 func (s *Store) KeyCreate(ctx context.Context, issued auth.Issued, label string, expiresAt *time.Time, grants []auth.Grant) (KeyInfo, error) {
 	var info KeyInfo
-	err := s.inTx(ctx, func(q *db.Queries) error {
+	err := s.inTxReadCommitted(ctx, func(q *db.Queries) error {
 		if err := requireRestaurants(ctx, q, grants); err != nil {
 			return err
 		}

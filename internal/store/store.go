@@ -113,6 +113,18 @@ func (s *Store) inTx(ctx context.Context, f func(q *db.Queries) error) error {
 	return s.inTxConn(ctx, func(_ pgx.Tx, q *db.Queries) error { return f(q) })
 }
 
+// inTxReadCommitted is inTx at READ COMMITTED whatever the server's
+// default_transaction_isolation: the key commands rebuild the key's
+// key_grant_sets last in their transaction (migration 00043), which is
+// right only when that statement reads the grants as they are after it
+// waited for a concurrent change of them, not as of the transaction's
+// first statement (at another level the rebuild only deletes the summary,
+// and every change of key_grants is refused).
+func (s *Store) inTxReadCommitted(ctx context.Context, f func(q *db.Queries) error) error {
+	return translate(pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted},
+		func(tx pgx.Tx) error { return f(s.q.WithTx(tx)) }))
+}
+
 // inTxConn is inTx for work that also runs the hand-written statements of
 // pgrows, which take the transaction itself.
 func (s *Store) inTxConn(ctx context.Context, f func(tx pgx.Tx, q *db.Queries) error) error {

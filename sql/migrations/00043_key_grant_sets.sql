@@ -28,7 +28,17 @@
 -- statement after the lock: a rebuild therefore sees every change of the
 -- key committed before it, and a change committed after it deletes what it
 -- built. Both are plpgsql, whose statements each take a new snapshot in
--- READ COMMITTED, the isolation every writer of keys uses.
+-- READ COMMITTED, and that is what makes them right; so:
+--
+-- 4. The key commands run at READ COMMITTED whatever the database's
+--    default_transaction_isolation (the store says so when it begins).
+-- 5. In a REPEATABLE READ or SERIALIZABLE transaction every statement
+--    reads the snapshot of the first: a rebuild would build from grants
+--    changed since, and a trigger could not see (so not delete) a summary
+--    rebuilt since. There the rebuild only deletes the key's rows (a key
+--    without a summary is read from key_grants), and the triggers refuse
+--    a change of key_grants with an error telling the DBA to make it at
+--    READ COMMITTED.
 --
 -- Not on Citus, where key_grants is a reference table whose triggers fire
 -- on the workers (migration 00012): no trigger is made there and the
@@ -55,6 +65,14 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
         RETURN;
     END IF;
+    -- Outside READ COMMITTED the read below would see the grants as of the
+    -- transaction's first statement, maybe before a change committed since
+    -- whose trigger found no summary to delete: build nothing (a missing
+    -- summary is always right).
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        DELETE FROM key_grant_sets WHERE key_id = p_key_id;
+        RETURN;
+    END IF;
     -- Waits for a transaction that changed the key's grants to end, so the
     -- read below (a later statement, a later snapshot) sees its change.
     PERFORM 1 FROM api_keys WHERE id = p_key_id FOR NO KEY UPDATE;
@@ -70,7 +88,7 @@ END
 $$;
 -- +goose StatementEnd
 COMMENT ON FUNCTION foodsafe_key_grant_sets_rebuild(bigint) IS
-    'Rebuilds a key''s rows of key_grant_sets from key_grants (key_grants_pkey, prefix key_id): the key commands call it last in their transaction; call it after changing a key''s grants by hand to make its next lookup cheap again. Does nothing on Citus.';
+    'Rebuilds a key''s rows of key_grant_sets from key_grants (key_grants_pkey, prefix key_id): the key commands call it last in their READ COMMITTED transaction; call it after changing a key''s grants by hand to make its next lookup cheap again. In a REPEATABLE READ or SERIALIZABLE transaction, whose snapshot may predate a change of the grants, it only deletes the key''s rows. Does nothing on Citus.';
 
 -- +goose StatementBegin
 CREATE FUNCTION foodsafe_key_grant_sets_stale() RETURNS trigger
@@ -78,17 +96,27 @@ LANGUAGE plpgsql AS $$
 DECLARE
     keys bigint[];
 BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM key_grant_sets;
-        RETURN NULL;
-    ELSIF TG_OP = 'INSERT' THEN
+    IF TG_OP = 'INSERT' THEN
         keys := ARRAY(SELECT DISTINCT n.key_id FROM new_grants n);
     ELSIF TG_OP = 'UPDATE' THEN
         keys := ARRAY(SELECT o.key_id FROM old_grants o UNION SELECT n.key_id FROM new_grants n);
-    ELSE
+    ELSIF TG_OP = 'DELETE' THEN
         keys := ARRAY(SELECT DISTINCT o.key_id FROM old_grants o);
     END IF;
     IF cardinality(keys) = 0 THEN
+        RETURN NULL;
+    END IF;
+    -- Outside READ COMMITTED the DELETEs below read the snapshot of the
+    -- transaction's first statement and would miss a summary rebuilt
+    -- since, which would go on granting what this change takes away.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'key_grants may be changed only in a READ COMMITTED transaction, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'At this isolation level the change could leave key_grant_sets, the summary key lookups read, holding what it takes away.',
+                  HINT = 'Make the change in a transaction begun with BEGIN ISOLATION LEVEL READ COMMITTED (docs/dbas.md, "A key''s grants in a few rows").';
+    END IF;
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM key_grant_sets;
         RETURN NULL;
     END IF;
     -- Serialises with a rebuild of the same keys (foodsafe_key_grant_sets_rebuild).
@@ -99,7 +127,7 @@ END
 $$;
 -- +goose StatementEnd
 COMMENT ON FUNCTION foodsafe_key_grant_sets_stale() IS
-    'Statement triggers of key_grants: deletes the rows of key_grant_sets of every key whose grants the statement changed (all of them on TRUNCATE), so a lookup never reads a summary older than the grants.';
+    'Statement triggers of key_grants: deletes the rows of key_grant_sets of every key whose grants the statement changed (all of them on TRUNCATE), so a lookup never reads a summary older than the grants. Refuses the change outside READ COMMITTED, where it could not see a summary rebuilt after the transaction''s snapshot.';
 
 -- +goose StatementBegin
 DO $$
