@@ -122,12 +122,19 @@ const (
 // round trip (and, on a connection's first use, two more to prepare the
 // statements), where a change at a time costs one each.
 //
-// A change's error is a *pgconn.PgError (a unique violation of
-// record_changes_pkey when its mutation id was taken meanwhile). Any other
-// error leaves the connection unusable: that change and every later one
-// carry it, though the server may have committed some of them (each is
-// then found by its mutation id). The conn's tracer, if it traces batches,
-// sees the statements as it sees a pgx.Batch's.
+// A change's error is its own when it is a *pgconn.PgError, a statement's
+// (a unique violation of record_changes_pkey when its mutation id was
+// taken meanwhile) or its commit's (a deferred constraint, a
+// serialization failure): that change rolled back, and the later ones
+// were read as usual. So is pgx.ErrNoRows, a statement that returned no
+// row (neither does, as the statements stand; the caller treats it as a
+// failure of that change alone). Any other error, or a FATAL one at the
+// commit (the server ending the session), is the connection's,
+// which it leaves unusable: the change it met, if its outcome was not
+// read yet, and every later one carry it, though the server may have
+// committed some of them (each is then found by its mutation id). The
+// conn's tracer, if it traces batches, sees the statements as it sees a
+// pgx.Batch's.
 func RecordIngestApplyEach(ctx context.Context, conn *pgx.Conn, streams []db.StreamNextSequenceParams, args []db.RecordApplyChangeParams) []Applied {
 	out := make([]Applied, len(args))
 	if len(streams) != len(args) {
@@ -176,31 +183,117 @@ func RecordIngestApplyEach(ctx context.Context, conn *pgx.Conn, streams []db.Str
 		return endEach(ctx, conn, tracer, p, failFrom(out, 0, err))
 	}
 	for i := range args {
-		var s db.StreamNextSequenceRow
-		err := scanResult(p, m, &s.LastSequence, &s.LastReceivedAt)
-		traceQuery(ctx, conn, tracer, db.StreamNextSequence, streamArgs(streams[i]), err)
-		if err == nil {
-			r := &out[i].Row
-			err = scanResult(p, m, &r.RestaurantID, &r.Collection, &r.Sequence, &r.RecordID, &r.MutationID,
-				&r.Deleted, &r.Data, &r.CapturedAt, &r.ReceivedAt, &r.SourceVersion, &r.PayloadVersion)
-			traceQuery(ctx, conn, tracer, db.RecordApplyChange, applyArgs(args[i]), err)
-		}
-		var pgErr *pgconn.PgError
-		if err != nil && !errors.As(err, &pgErr) {
+		if err := readPair(ctx, conn, tracer, p, m, streams[i], args[i], &out[i]); err != nil {
 			return endEach(ctx, conn, tracer, p, failFrom(out, i, err))
 		}
-		out[i].Err = err
-		// The pair's Sync: after a failure the server skipped the rest of
-		// the pair, and so does the pipeline's reader.
-		res, err := p.GetResults()
-		if _, ok := res.(*pgconn.PipelineSync); err == nil && !ok {
-			err = fmt.Errorf("pgrows: expected the Sync of change %d, got %T", i, res)
-		}
-		if err != nil {
-			return endEach(ctx, conn, tracer, p, failFrom(out, i+1, err))
+		// The pair's Sync, where its transaction commits: after a failure of
+		// a statement the server skipped the rest of the pair, and so does
+		// the pipeline's reader.
+		err := readSync(p, i)
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+		case !errors.As(err, &pgErr) || fatal(pgErr):
+			// The connection failed at the commit, or the server went away
+			// from it: whether the pair committed is unknown, as for a
+			// single PUT cut there.
+			if errors.As(out[i].Err, &pgErr) {
+				i++ // a failed statement rolled it back: it did not
+			}
+			return endEach(ctx, conn, tracer, p, failFrom(out, i, err))
+		default:
+			// The commit itself failed (a deferred constraint, a
+			// serialization failure): the pair rolled back whole. The
+			// server still answers the Sync, after the error; pgconn read
+			// the error in its place and put the Sync back, to read now.
+			out[i] = Applied{Err: err}
+			if err := readSync(p, i); err != nil {
+				return endEach(ctx, conn, tracer, p, failFrom(out, i+1, err))
+			}
 		}
 	}
-	return endEach(ctx, conn, tracer, p, out)
+	return forgetStalePlans(ctx, conn, endEach(ctx, conn, tracer, p, out))
+}
+
+// readPair reads the results of one pair's two statements into a. It
+// returns an error only when the connection failed (the pair's outcome,
+// and every later one's, unknown); the pair's own failure, a statement's
+// *pgconn.PgError or a statement that returned no row, goes to a.Err.
+func readPair(ctx context.Context, conn *pgx.Conn, tracer pgx.BatchTracer, p *pgconn.Pipeline, m *pgtype.Map,
+	stream db.StreamNextSequenceParams, arg db.RecordApplyChangeParams, a *Applied) error {
+	var s db.StreamNextSequenceRow
+	err := scanResult(p, m, &s.LastSequence, &s.LastReceivedAt)
+	traceQuery(ctx, conn, tracer, db.StreamNextSequence, streamArgs(stream), err)
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		// No error: the server ran the second statement, whose result
+		// comes next.
+		r := &a.Row
+		applyErr := scanResult(p, m, &r.RestaurantID, &r.Collection, &r.Sequence, &r.RecordID, &r.MutationID,
+			&r.Deleted, &r.Data, &r.CapturedAt, &r.ReceivedAt, &r.SourceVersion, &r.PayloadVersion)
+		traceQuery(ctx, conn, tracer, db.RecordApplyChange, applyArgs(arg), applyErr)
+		if lost(applyErr) {
+			return applyErr
+		}
+		if err == nil {
+			err = applyErr
+		}
+	}
+	if lost(err) {
+		return err
+	}
+	if err != nil {
+		*a = Applied{Err: err}
+	}
+	return nil
+}
+
+// lost says whether err, read from a statement's result, is the
+// connection's failure rather than the statement's own (its
+// *pgconn.PgError, or no row).
+func lost(err error) bool {
+	var pgErr *pgconn.PgError
+	return err != nil && !errors.As(err, &pgErr) && !errors.Is(err, pgx.ErrNoRows)
+}
+
+// readSync reads the Sync that ends change i's pair.
+func readSync(p *pgconn.Pipeline, i int) error {
+	res, err := p.GetResults()
+	if _, ok := res.(*pgconn.PipelineSync); err == nil && !ok {
+		err = fmt.Errorf("pgrows: expected the Sync of change %d, got %T", i, res)
+	}
+	return err
+}
+
+// fatal says whether the server ended the session with err (an
+// administrator's termination, a shutdown, a crash), after which the
+// connection is gone.
+func fatal(err *pgconn.PgError) bool {
+	sev := err.SeverityUnlocalized
+	if sev == "" {
+		sev = err.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
+}
+
+// forgetStalePlans deallocates the statements RecordIngestApplyEach
+// prepared when PostgreSQL refused them as stale (SQLSTATE 0A000, "cached
+// plan must not change result type": a migration changed a column they
+// return). PostgreSQL keeps refusing a statement so prepared, and pgx
+// would keep the name, so without this every later batch on the
+// connection would fail until the pool recycled it; now the next one
+// prepares them again.
+func forgetStalePlans(ctx context.Context, conn *pgx.Conn, out []Applied) []Applied {
+	for _, a := range out {
+		var pgErr *pgconn.PgError
+		if errors.As(a.Err, &pgErr) && pgErr.Code == "0A000" && !conn.IsClosed() { // feature_not_supported
+			// A failure here leaves the connection as it was; the next
+			// batch meets the stale plan again and retries this.
+			_ = conn.Deallocate(ctx, streamNextSequenceStmt)
+			_ = conn.Deallocate(ctx, recordApplyChangeStmt)
+			break
+		}
+	}
+	return out
 }
 
 // streamArgs and applyArgs are the arguments of StreamNextSequence and
