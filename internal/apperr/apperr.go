@@ -167,6 +167,15 @@ func As(err error) (*Error, bool) {
 	return e, ok
 }
 
+// Failed says whether err is the service's failure (an error that is not
+// an *Error, or one whose kind is a 5xx) rather than a refusal of the
+// request (a 4xx): after such a failure the outcome of what failed may be
+// unknown, and a batch stops there.
+func Failed(err error) bool {
+	e, ok := As(err)
+	return err != nil && (!ok || KindOf(e.Code).Status >= 500)
+}
+
 // WithCause returns a copy of e carrying cause for the logs.
 func (e *Error) WithCause(cause error) *Error {
 	c := *e

@@ -63,22 +63,25 @@ func (a *API) ingestBatch(c *gin.Context) error {
 	}
 	applied := a.batchApply(c, principal(c), c.Param("restaurantId"), items)
 	out := make([]BatchResult, len(items))
+	var failure error
 	for i, it := range items {
 		r, err := applied[i].BatchResult, applied[i].err
-		// A client gone mid-batch fails its item as it fails a single PUT:
-		// counted client_closed, not internal.
-		o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, c.Request.Context().Err() != nil)
-		w, col := metrics.WriteMutation, it.collection
-		if it.delivery {
-			w, col = metrics.WriteDelivery, ""
+		if failure != nil {
+			// Answered by the failure, yet applied when already sent to
+			// the database with it: counted as such.
+			if err == nil {
+				a.countItem(c, it, r, nil)
+			}
+			continue
 		}
-		a.metrics.IngestWrite(w, col, o, reason)
+		a.countItem(c, it, r, err)
 		if err != nil {
-			if failed(err) {
-				// The store failed: what follows failed alike, or was not
-				// tried. The batch's answer is the failure; resending it is
-				// safe.
-				return err
+			if apperr.Failed(err) {
+				// The store failed: the items after it were not tried, or
+				// were applied (or refused) in the same pipeline. The
+				// batch's answer is the failure; resending it is safe.
+				failure = err
+				continue
 			}
 			pr := a.problemFor(c, err)
 			pr.Errors = itemPointers(pr.Errors, i, it)
@@ -87,15 +90,23 @@ func (a *API) ingestBatch(c *gin.Context) error {
 		r.Index = i
 		out[i] = r
 	}
+	if failure != nil {
+		return failure
+	}
 	c.PureJSON(http.StatusOK, List[BatchResult]{Data: out})
 	return nil
 }
 
-// failed says whether an item's error is the service's failure (5xx)
-// rather than the item's refusal.
-func failed(err error) bool {
-	e, ok := apperr.As(err)
-	return !ok || apperr.KindOf(e.Code).Status >= http.StatusInternalServerError
+// countItem counts an item's write as its single PUT would. A client gone
+// mid-batch fails its item as it fails a single PUT: counted
+// client_closed, not internal.
+func (a *API) countItem(c *gin.Context, it batchItem, r BatchResult, err error) {
+	o, reason := writeOutcome(err, r.Replayed != nil && *r.Replayed, c.Request.Context().Err() != nil)
+	w, col := metrics.WriteMutation, it.collection
+	if it.delivery {
+		w, col = metrics.WriteDelivery, ""
+	}
+	a.metrics.IngestWrite(w, col, o, reason)
 }
 
 // itemApplied is an item's answer, or its error.
@@ -109,8 +120,11 @@ type itemApplied struct {
 // snapshots between deliveries through the store in one go
 // (store.RecordIngestMany: its statements pipelined, not a round trip
 // each), each delivery by its single PUT's path. Once the store has failed
-// (a 5xx), the items after are not tried: their answers stay empty, and
-// ingestBatch answers the failure before it reaches them.
+// (a 5xx), no more work starts: the items after are not tried
+// (store.ErrNotTried), but those already sent to the database in the same
+// pipeline as the failed one were applied or refused there, and keep
+// their outcomes (ingestBatch answers the failure and counts those
+// applied).
 func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, items []batchItem) []itemApplied {
 	ctx := c.Request.Context()
 	out := make([]itemApplied, len(items))
@@ -127,7 +141,7 @@ func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, i
 		ok := true
 		for j, i := range run {
 			out[i] = snapshotApplied(res[j])
-			ok = ok && (res[j].Err == nil || !failed(res[j].Err))
+			ok = ok && !apperr.Failed(res[j].Err)
 		}
 		run, ms, at = run[:0], ms[:0], at[:0]
 		return ok
@@ -148,12 +162,12 @@ func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, i
 		id, mutationID := identity(it.body)
 		if it.delivery {
 			if !flush() {
-				return out
+				return notTried(out, i)
 			}
 			d, replayed, err := a.deliveryIngest(ctx, restaurant, id, it.body)
 			out[i] = itemApplied{BatchResult{Status: http.StatusOK, Replayed: &replayed, Data: d}, err}
-			if err != nil && failed(err) {
-				return out
+			if err != nil && apperr.Failed(err) {
+				return notTried(out, i+1)
 			}
 			continue
 		}
@@ -166,6 +180,14 @@ func (a *API) batchApply(c *gin.Context, p *auth.Principal, restaurant string, i
 		run, ms, at = append(run, i), append(ms, m), append(at, receivedAt)
 	}
 	flush()
+	return out
+}
+
+// notTried marks the items from i on as not tried.
+func notTried(out []itemApplied, i int) []itemApplied {
+	for ; i < len(out); i++ {
+		out[i] = itemApplied{err: store.ErrNotTried}
+	}
 	return out
 }
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/store/internal/pgrows"
 	"github.com/foodsafe/foodsafe/internal/wire"
@@ -23,7 +23,7 @@ type IngestOutcome struct {
 // RecordIngestMany applies mutations in order, each by RecordIngest's
 // rules (replay or conflict by mutation id, no backfill, receivedAt raised
 // along its stream, positions gapless), not atomically: each mutation
-// commits or fails on its own, and one failure never stops the others. It
+// commits or fails on its own, and one refused never stops the others. It
 // answers one outcome per mutation. receivedAt[i] is mutation i's
 // receive time.
 //
@@ -41,9 +41,14 @@ type IngestOutcome struct {
 // its write whole, and is answered as the replay or conflict it is, with
 // one more round trip.
 //
-// A failure of the connection fails the mutation it met and every later
-// one; some of those may have been applied, as with a request cut after
-// its commit: resending them replays them.
+// It stops at the first failure of the service (a 5xx: the database
+// lost, an error of ours), as a client sending the mutations one by one
+// would: the mutations after it are not tried (ErrNotTried), except those
+// already sent in the same pipeline, which the server applies or refuses
+// as usual and whose outcomes are answered. A failure of the connection
+// fails the mutation it met and every later one of the pipeline; some of
+// those may have been applied, as with a request cut after its commit:
+// resending them replays them.
 func (s *Store) RecordIngestMany(ctx context.Context, ms []Mutation, receivedAt []int64) []IngestOutcome {
 	out := make([]IngestOutcome, len(ms))
 	if len(ms) == 0 {
@@ -56,6 +61,9 @@ func (s *Store) RecordIngestMany(ctx context.Context, ms []Mutation, receivedAt 
 	if citus {
 		for i, m := range ms {
 			out[i].Envelope, out[i].How, out[i].Err = s.RecordIngest(ctx, m, receivedAt[i])
+			if apperr.Failed(out[i].Err) {
+				return failOutcomes(out, i+1, ErrNotTried)
+			}
 		}
 		return out
 	}
@@ -71,17 +79,24 @@ func (s *Store) RecordIngestMany(ctx context.Context, ms []Mutation, receivedAt 
 			continue
 		}
 		if m.Events && !m.Deleted {
-			if out[i].Err = s.noBackfillOnce(ctx, enabled, m); out[i].Err != nil {
+			if out[i].Err = s.noBackfillOnce(ctx, enabled, m); apperr.Failed(out[i].Err) {
+				// The mutations before it are applied first, as one by one.
+				s.applyRun(ctx, ms, receivedAt, run, out)
+				return failOutcomes(out, i+1, ErrNotTried)
+			} else if out[i].Err != nil {
 				continue
 			}
 		}
 		if m.CarriesFiles && !m.Deleted {
 			// RecordIngest's own transaction, after the mutations before it.
 			if !s.applyRun(ctx, ms, receivedAt, run, out) {
-				return out
+				return failOutcomes(out, i, ErrNotTried)
 			}
 			run = run[:0]
 			out[i].Envelope, out[i].How, out[i].Err = s.ingestNew(ctx, m, receivedAt[i])
+			if apperr.Failed(out[i].Err) {
+				return failOutcomes(out, i+1, ErrNotTried)
+			}
 			continue
 		}
 		run = append(run, i)
@@ -89,6 +104,11 @@ func (s *Store) RecordIngestMany(ctx context.Context, ms []Mutation, receivedAt 
 	s.applyRun(ctx, ms, receivedAt, run, out)
 	return out
 }
+
+// ErrNotTried is the outcome of a mutation RecordIngestMany did not try
+// because the service failed on one before it. A client never hears it:
+// the batch is answered with that failure.
+var ErrNotTried = apperr.New(apperr.Internal, "Not tried: the service failed on an item before it.")
 
 // changeID is a change's identity: its restaurant and mutation id.
 type changeID struct{ restaurant, mutation string }
@@ -141,8 +161,9 @@ type enablement struct {
 }
 
 // applyRun writes the mutations of run (indexes into ms, none seen before)
-// in one pipeline and fills their outcomes. It reports whether the
-// connection held: false when it failed, every later mutation failed too.
+// in one pipeline and fills their outcomes. It reports whether the service
+// held: false when any of them met a failure of the service (5xx), the
+// connection's included (then every later one of the run met it too).
 func (s *Store) applyRun(ctx context.Context, ms []Mutation, receivedAt []int64, run []int, out []IngestOutcome) bool {
 	if len(run) == 0 {
 		return true
@@ -158,36 +179,42 @@ func (s *Store) applyRun(ctx context.Context, ms []Mutation, receivedAt []int64,
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		failOutcomes(out, run[0], translate(err))
+		for _, i := range run {
+			out[i] = IngestOutcome{Err: translate(err)}
+		}
 		return false
 	}
 	applied := pgrows.RecordIngestApplyEach(ctx, conn.Conn(), streams, args)
 	conn.Release()
+	held := true
 	for j, i := range run {
-		a := applied[j]
-		switch err := mutationTaken(a.Err); {
-		case err == nil:
-			out[i].Envelope, out[i].How = appliedVersion(db.RecordChangeAppendRow(a.Row)).envelope(), Applied
-		case errors.Is(err, pgx.ErrNoRows):
-			// Taken meanwhile: by another request, or by a mutation before
-			// it in this call.
-			var ok bool
-			out[i].Envelope, out[i].How, ok, out[i].Err = s.replayed(ctx, ms[i])
-			if out[i].Err == nil && !ok {
-				out[i].Err = errors.New("store: the mutation id was taken, yet no change carries it")
-			}
-		default:
-			out[i].Err = translate(err)
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) {
-				// Not the statement's failure: the connection's, which
-				// every later mutation met too.
-				failOutcomes(out, i, out[i].Err)
-				return false
-			}
-		}
+		out[i] = s.appliedOutcome(ctx, ms[i], applied[j])
+		held = held && !apperr.Failed(out[i].Err)
 	}
-	return true
+	return held
+}
+
+// appliedOutcome is a mutation's outcome from its write in the pipeline.
+func (s *Store) appliedOutcome(ctx context.Context, m Mutation, a pgrows.Applied) (o IngestOutcome) {
+	switch {
+	case a.Err == nil:
+		o.Envelope, o.How = appliedVersion(db.RecordChangeAppendRow(a.Row)).envelope(), Applied
+	case errors.Is(a.Err, pgx.ErrNoRows):
+		// A statement that returned nothing: a failure of this change, not
+		// a missing row a client asked for (no 404), nor the connection's.
+		o.Err = errors.New("store: a statement of the change returned no row")
+	case errors.Is(mutationTaken(a.Err), pgx.ErrNoRows):
+		// Taken meanwhile: by another request, or by a mutation before it
+		// in this call.
+		var ok bool
+		o.Envelope, o.How, ok, o.Err = s.replayed(ctx, m)
+		if o.Err == nil && !ok {
+			o.Err = errors.New("store: the mutation id was taken, yet no change carries it")
+		}
+	default:
+		o.Err = translate(a.Err)
+	}
+	return o
 }
 
 // failOutcomes gives err to every outcome from i on.
