@@ -27,7 +27,7 @@ import (
 // scans a table sequentially or sorts fails the test.
 var hotPathIndexes = map[string][]string{
 	"KeyAuthLookup":            {"api_keys_public_id_key", "key_grant_sets_pkey", "key_grants_pkey"},
-	"SessionAuthLookup":        {"mobile_sessions_public_id_key", "api_keys_pkey", "session_grants_pkey"},
+	"SessionAuthLookup":        {"mobile_sessions_public_id_key", "api_keys_pkey", "session_grant_sets_pkey"},
 	"RecordGet":                {"records_pkey"},
 	"RecordWalkPage":           {"records_walk_idx", "record_changes_lifetime_idx", "collection_streams_pkey"},
 	"RecordWalkFirstPage":      {"records_walk_idx", "collection_streams_pkey"},
@@ -301,8 +301,8 @@ func seedHotPathNoStats(t *testing.T, dbURL string, n int) {
 		INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
 		SELECT 'hotpathsess' || lpad(k.id::text, 7, '0'), $1, k.id, now() + interval '1 hour' FROM api_keys k`, secret[:])
 	execSQL(t, dbURL, `
-		INSERT INTO session_grants (session_id, restaurant_id, scope)
-		SELECT s.id, 'r' || (s.id % 3 + 1), 'areas:read' FROM mobile_sessions s`)
+		INSERT INTO session_grant_sets (session_id, scopes, restaurant_ids)
+		SELECT s.id, ARRAY['areas:read'], ARRAY['r' || (s.id % 3 + 1)] FROM mobile_sessions s`)
 	execSQL(t, dbURL, `
 		INSERT INTO asset_uploads (restaurant_id, collection, record_id, object_key, sha256, content_type, byte_length,
 		                           uploaded_at, mutation_id)

@@ -34,6 +34,10 @@ import (
 //   - session-request: what every request made with a session token of
 //     the key, carrying one restaurant's scopes, costs to authenticate
 //     (SessionForAuth and the token's check; tokens are never cached);
+//   - whole-session-create: POST /v1/mobile/sessions without restaurantId
+//     as the store sees it (SessionCreate with every grant of the key);
+//   - whole-session-request: what every request made with that token, which
+//     carries all of the key's grants, costs to authenticate;
 //   - rebuild: foodsafe_key_grant_sets_rebuild of the key, what the key
 //     commands add to their transaction and migration 00043 costs per key;
 //   - poll: a GET /v1/changes page from the position a full listing
@@ -88,6 +92,10 @@ func BenchmarkLargeKey(b *testing.B) {
 	require.NoError(b, st.SessionCreate(ctx, keyID, token, time.Now().Add(24*time.Hour), grants[n/2:n/2+1]))
 	tokenCred, ok := auth.ParseCredential(token.Full)
 	require.True(b, ok)
+	whole := auth.NewToken()
+	require.NoError(b, st.SessionCreate(ctx, keyID, whole, time.Now().Add(24*time.Hour), grants))
+	wholeCred, ok := auth.ParseCredential(whole.Full)
+	require.True(b, ok)
 
 	a := newApp(b, withDatabaseURL(dbURL))
 	for _, stats := range []string{"never-analyzed", "analyzed"} {
@@ -139,6 +147,20 @@ func BenchmarkLargeKey(b *testing.B) {
 				p, reason := s.Check(tokenCred, time.Now())
 				require.Empty(b, reason)
 				require.Equal(b, 1, p.Restaurants())
+			}
+		})
+		b.Run(stats+"/whole-session-create", func(b *testing.B) {
+			for b.Loop() {
+				require.NoError(b, st.SessionCreate(ctx, keyID, auth.NewToken(), time.Now().Add(24*time.Hour), grants))
+			}
+		})
+		b.Run(stats+"/whole-session-request", func(b *testing.B) {
+			for b.Loop() {
+				s, err := st.SessionForAuth(ctx, whole.PublicID)
+				require.NoError(b, err)
+				p, reason := s.Check(wholeCred, time.Now())
+				require.Empty(b, reason)
+				require.Equal(b, n, p.Restaurants())
 			}
 		})
 		b.Run(stats+"/rebuild", func(b *testing.B) {

@@ -349,3 +349,48 @@ func TestMigrationStreamWidestRecord(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]int64{"areas": int64(len(`{"name":"a long name, superseded"}`)), "users": 0, "deliveries": 0}, got)
 }
+
+// Migration 00045 keeps the grants of the tokens open when it runs: each
+// token's (restaurant, scope) rows become its scope sets, restaurants of
+// one set together, and going down gives back the same rows.
+func TestMigrationSessionGrantSets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqlDB, p := migratedTo(t, 44)
+	_, err := sqlDB.ExecContext(ctx, `
+		INSERT INTO api_keys (id, public_id, secret_sha256, label) OVERRIDING SYSTEM VALUE VALUES (1, 'migrationkey1', sha256('k'), 'k');
+		INSERT INTO mobile_sessions (id, public_id, token_sha256, key_id, expires_at) OVERRIDING SYSTEM VALUE
+		SELECT g, 'migrationsess' || g, sha256(g::text::bytea), 1, now() + interval '1 hour' FROM generate_series(1, 3) g;
+		INSERT INTO session_grants (session_id, restaurant_id, scope)
+		VALUES (1, 'r2', 'areas:write'), (1, 'r2', 'areas:read'), (1, 'r1', 'areas:read'), (1, 'r1', 'areas:write'),
+		       (1, 'r3', 'areas:read'), (2, 'r1', 'users:read')`)
+	require.NoError(t, err)
+	grants := func(table string) []string {
+		t.Helper()
+		q := `SELECT session_id || ' ' || restaurant_id || ' ' || scope FROM session_grants ORDER BY 1`
+		if table == "session_grant_sets" {
+			q = `SELECT session_id || ' ' || array_to_string(scopes, ',') || ' ' || array_to_string(restaurant_ids, ',')
+			     FROM session_grant_sets ORDER BY 1`
+		}
+		rows, err := sqlDB.QueryContext(ctx, q)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	before := grants("session_grants")
+
+	_, err = p.UpTo(ctx, 45)
+	require.NoError(t, err)
+	require.Equal(t, []string{"1 areas:read r3", "1 areas:read,areas:write r1,r2", "2 users:read r1"}, grants("session_grant_sets"))
+
+	_, err = p.DownTo(ctx, 44)
+	require.NoError(t, err)
+	require.Equal(t, before, grants("session_grants"))
+}

@@ -105,8 +105,8 @@ func TestSessionReadsItsKeysScopeSetsNotGrants(t *testing.T) {
 	// The key's one scope set, and the same row again as the probe that
 	// keeps the lookup from reading key_grants.
 	require.Equal(t, 2, read["key_grant_sets"], "rows of key_grant_sets read to authenticate a token")
-	// The token's one grant, once for each of its two arrays.
-	require.Equal(t, 2, read["session_grants"], "rows of session_grants read to authenticate a token")
+	// The token's one scope set (migration 00045).
+	require.Equal(t, 1, read["session_grant_sets"], "rows of session_grant_sets read to authenticate a token")
 
 	// A hand edit deletes the summary: the key is read from key_grants,
 	// with the edit.
@@ -136,4 +136,127 @@ func TestSessionReadsItsKeysScopeSetsNotGrants(t *testing.T) {
 	require.NoError(t, err)
 	_, reason, _, _ = resolve()
 	require.Equal(t, auth.ReasonRevoked, reason)
+}
+
+// A token opened without restaurantId carries all of its key's grants,
+// and costs what a token of one restaurant does: opening it sends the same
+// statements (its grants in one, as scope sets, migration 00045), and each
+// of its requests reads one row per scope set of the token, where a token
+// of a key of 300 restaurants x 5 scopes sent 300 inserts and read its
+// 1,500 grants twice on every request. The token's rules hold: it carries
+// exactly the key's grants, a hand edit removing one refuses it, and a
+// grant removed by `keys ungrant` kills it for good.
+func TestWholeKeySessionCostsWhatAOneRestaurantSessionDoes(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.URL(t)
+	ctx := context.Background()
+	st, rec := recordingStore(t, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+
+	// Two scope sets: 100 restaurants hold three scopes, 200 hold five.
+	five := []string{"areas:read", "areas:write", "equipment:write", "suppliers:read", "users:read"}
+	three := []string{"areas:read", "areas:write", "users:read"}
+	grants := make([]auth.Grant, 300)
+	ids := make([]string, len(grants))
+	for i := range grants {
+		ids[i] = fmt.Sprintf("r%04d", i)
+		grants[i] = auth.Grant{RestaurantID: ids[i], Scopes: five}
+		if i%3 == 0 {
+			grants[i].Scopes = three
+		}
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) SELECT unnest($1::text[])`, ids)
+	require.NoError(t, err)
+	key := auth.NewKey()
+	_, err = st.KeyCreate(ctx, key, "large", nil, grants)
+	require.NoError(t, err)
+	var keyID int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, key.PublicID).Scan(&keyID))
+	// What the handler hands the store: the key's principal's grants,
+	// whole or narrowed.
+	held := auth.NewPrincipal(keyID, key.PublicID, grants).Grants()
+
+	open := func(carried []auth.Grant) (auth.Issued, int) {
+		t.Helper()
+		token := auth.NewToken()
+		rec.take()
+		require.NoError(t, st.SessionCreate(ctx, keyID, token, time.Now().Add(time.Hour), carried))
+		return token, len(rec.take())
+	}
+	resolve := func(token auth.Issued) (*auth.Principal, auth.Reason, map[string]int) {
+		t.Helper()
+		cred, ok := auth.ParseCredential(token.Full)
+		require.True(t, ok)
+		rec.take()
+		s, err := st.SessionForAuth(ctx, token.PublicID)
+		require.NoError(t, err)
+		if s == nil {
+			return nil, auth.ReasonUnknown, nil
+		}
+		p, reason := s.Check(cred, time.Now())
+		return p, reason, rowsReadFrom(t, dbURL, rec.take())
+	}
+
+	one, oneSent := open(held[7:8])
+	whole, wholeSent := open(held)
+	require.Equal(t, oneSent, wholeSent, "statements sent to open a token of one restaurant and of the whole key")
+	// BEGIN, the expired sessions' clean-up, the session, its grants, COMMIT.
+	require.Equal(t, 5, wholeSent)
+
+	p, reason, read := resolve(whole)
+	require.Equal(t, auth.Reason(""), reason)
+	require.Equal(t, held, p.Grants(), "the whole key's grants")
+	require.Zero(t, read["session_grants"]+read["key_grants"], "no row per grant")
+	require.Equal(t, 2, read["session_grant_sets"], "the token's two scope sets")
+	_, reason, read = resolve(one)
+	require.Equal(t, auth.Reason(""), reason)
+	require.Equal(t, 1, read["session_grant_sets"])
+
+	// Narrowed to one scope, both sets of the key are one set of the token.
+	var areasWrite []auth.Grant
+	for _, g := range held {
+		areasWrite = append(areasWrite, auth.Grant{RestaurantID: g.RestaurantID, Scopes: []string{"areas:write"}})
+	}
+	writer, _ := open(areasWrite)
+	p, reason, read = resolve(writer)
+	require.Equal(t, auth.Reason(""), reason)
+	require.Equal(t, areasWrite, p.Grants())
+	require.Equal(t, 1, read["session_grant_sets"])
+
+	// A hand edit removing one grant of the middle restaurant refuses the
+	// whole-key token at once, not the token narrowed to areas:write;
+	// putting it back lets the token work again (only `keys ungrant`
+	// kills a token for good).
+	_, err = conn.Exec(ctx, `DELETE FROM key_grants WHERE key_id = $1 AND restaurant_id = 'r0151' AND scope = 'suppliers:read'`, keyID)
+	require.NoError(t, err)
+	_, reason, _ = resolve(whole)
+	require.Equal(t, auth.ReasonGrantsChanged, reason)
+	_, reason, _ = resolve(writer)
+	require.Equal(t, auth.Reason(""), reason)
+	_, err = conn.Exec(ctx, `INSERT INTO key_grants (key_id, restaurant_id, scope) VALUES ($1, 'r0151', 'suppliers:read')`, keyID)
+	require.NoError(t, err)
+	_, reason, _ = resolve(whole)
+	require.Equal(t, auth.Reason(""), reason)
+
+	// `keys ungrant` of one scope of the middle restaurant deletes the
+	// tokens carrying it, and granting it again does not bring them back;
+	// the token of r0007 and the areas:write token live on.
+	_, err = st.KeyUngrant(ctx, key.PublicID, auth.Grant{RestaurantID: "r0151", Scopes: []string{"suppliers:read"}})
+	require.NoError(t, err)
+	require.NoError(t, st.KeyGrant(ctx, key.PublicID, []auth.Grant{{RestaurantID: "r0151", Scopes: []string{"suppliers:read"}}}))
+	_, reason, _ = resolve(whole)
+	require.Equal(t, auth.ReasonUnknown, reason, "deleted with the grant it carried")
+	for _, token := range []auth.Issued{one, writer} {
+		_, reason, _ = resolve(token)
+		require.Equal(t, auth.Reason(""), reason)
+	}
+	// Removing all of r0007 kills every token carrying any of its scopes.
+	_, err = st.KeyUngrant(ctx, key.PublicID, auth.Grant{RestaurantID: "r0007"})
+	require.NoError(t, err)
+	for _, token := range []auth.Issued{one, writer} {
+		_, reason, _ = resolve(token)
+		require.Equal(t, auth.ReasonUnknown, reason)
+	}
 }

@@ -237,16 +237,50 @@ func (s *SessionRecord) Check(c Credential, now time.Time) (*Principal, Reason) 
 	}
 	key := NewPrincipal(s.Key.ID, s.Key.PublicID, s.Key.Grants)
 	p := NewPrincipal(s.Key.ID, s.Key.PublicID, s.Grants)
-	for _, g := range p.Grants() {
-		for _, scope := range g.Scopes {
-			if !key.Can(g.RestaurantID, scope) {
-				return nil, ReasonGrantsChanged
-			}
-		}
+	if !holdsAll(key, p) {
+		return nil, ReasonGrantsChanged
 	}
 	if p.Empty() {
 		return nil, ReasonNoGrants
 	}
 	p.SessionID = s.ID
 	return p, ""
+}
+
+// holdsAll reports whether key holds every grant of p. Whether a scope
+// list of the key holds one of p is worked out once per pair of lists:
+// the store shares one list between the restaurants of a scope set, so a
+// token carrying all of a key of 20,000 restaurants x 25 scopes is one
+// comparison of two lists and 20,000 look-ups, not 500,000 searches.
+func holdsAll(key, p *Principal) bool {
+	held := map[[2]scopeList]bool{}
+	for _, g := range p.sorted {
+		if len(g.Scopes) == 0 {
+			continue // carries nothing there
+		}
+		k, ok := key.grants[g.RestaurantID]
+		if !ok {
+			return false
+		}
+		pair := [2]scopeList{listOf(k), listOf(g.Scopes)}
+		h, seen := held[pair]
+		if !seen {
+			h = subsetOf(g.Scopes, k)
+			held[pair] = h
+		}
+		if !h {
+			return false
+		}
+	}
+	return true
+}
+
+// subsetOf reports whether every scope of a is in b, both sorted.
+func subsetOf(a, b []string) bool {
+	for _, s := range a {
+		if _, ok := slices.BinarySearch(b, s); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -145,3 +145,48 @@ func TestReadGrantSpecs(t *testing.T) {
 		require.ErrorContains(t, err, c.want)
 	}
 }
+
+// A token whose restaurants share one scope list, as the store loads a
+// token of a whole key, is checked restaurant by restaurant against the
+// key: one restaurant whose list in the key lacks a scope of the shared
+// list refuses it, wherever it comes among restaurants whose lists hold
+// it, and a restaurant the key lost refuses it too.
+func TestSessionCheckWithSharedScopeLists(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	issued := NewToken()
+	cred, ok := ParseCredential(issued.Full)
+	require.True(t, ok)
+	full := []string{"areas:read", "areas:write"}
+	narrow := []string{"areas:read"}
+	tokenList := []string{"areas:read", "areas:write"}
+	var token []Grant
+	for _, r := range []string{"r1", "r2", "r3", "r4"} {
+		token = append(token, Grant{RestaurantID: r, Scopes: tokenList})
+	}
+	check := func(key []Grant) Reason {
+		s := &SessionRecord{ID: 1, TokenDigest: issued.Digest, ExpiresAt: now.Add(time.Hour),
+			Key: KeyRecord{ID: 2, PublicID: "pub", Grants: key}, Grants: token}
+		_, reason := s.Check(cred, now)
+		return reason
+	}
+	keyWith := func(lists map[string][]string) []Grant {
+		var g []Grant
+		for _, r := range []string{"r1", "r2", "r3", "r4", "r5"} {
+			if l, ok := lists[r]; ok {
+				g = append(g, Grant{RestaurantID: r, Scopes: l})
+			} else {
+				g = append(g, Grant{RestaurantID: r, Scopes: full})
+			}
+		}
+		return g
+	}
+	require.Equal(t, Reason(""), check(keyWith(nil)), "the key holds every grant of the token")
+	require.Equal(t, Reason(""), check(keyWith(map[string][]string{"r2": {"areas:read", "areas:write", "users:read"}})),
+		"a wider list in the key")
+	for _, r := range []string{"r1", "r3", "r4"} {
+		require.Equal(t, ReasonGrantsChanged, check(keyWith(map[string][]string{r: narrow})), "%s lost areas:write", r)
+	}
+	lost := keyWith(nil)
+	lost = append(lost[:2], lost[3:]...) // r3 gone
+	require.Equal(t, ReasonGrantsChanged, check(lost), "the key lost r3")
+}

@@ -4,10 +4,20 @@ INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
 VALUES (sqlc.arg(public_id), sqlc.arg(token_sha256), sqlc.arg(key_id), sqlc.arg(expires_at))
 RETURNING id;
 
--- name: SessionGrantAdd :exec
--- Serves POST /v1/mobile/sessions. session_grants_pkey.
-INSERT INTO session_grants (session_id, restaurant_id, scope)
-SELECT sqlc.arg(session_id), sqlc.arg(restaurant_id), unnest(sqlc.arg(scopes)::text[]);
+-- name: SessionGrantSetsAdd :exec
+-- Serves POST /v1/mobile/sessions: the token's grants in one statement,
+-- whatever their number, as one row per scope set (migration 00045). Each
+-- restaurant comes with the index (1-based) of its scope set in
+-- scope_sets, a set given as its sorted scopes joined by commas (a scope
+-- name holds none), so a set of 25 scopes is sent once, not once per
+-- restaurant; the restaurants keep the order they are sent in.
+-- session_grant_sets_pkey.
+INSERT INTO session_grant_sets (session_id, scopes, restaurant_ids)
+SELECT sqlc.arg(session_id), string_to_array((sqlc.arg(scope_sets)::text[])[r.set_index], ','),
+       array_agg(r.restaurant_id ORDER BY r.n)
+FROM (SELECT u.restaurant_id, u.n, (sqlc.arg(set_indexes)::int[])[u.n] AS set_index
+      FROM unnest(sqlc.arg(restaurant_ids)::text[]) WITH ORDINALITY AS u(restaurant_id, n)) r
+GROUP BY r.set_index;
 
 -- name: SessionDeleteExpired :exec
 -- Housekeeping when a key opens a session: drops its expired ones.
@@ -15,21 +25,24 @@ SELECT sqlc.arg(session_id), sqlc.arg(restaurant_id), unnest(sqlc.arg(scopes)::t
 DELETE FROM mobile_sessions
 WHERE key_id = sqlc.arg(key_id) AND expires_at < now();
 
--- name: SessionAuthLookup :one
+-- name: SessionAuthLookup :many
 -- Serves every request made with a session token: the session, the
--- public id of its key and the token's grants in one round trip. The
--- key's state and grants are then read by KeyAuthLookup, as for a key
--- (its few rows of key_grant_sets, migration 00043), not here: a token of
--- a key of 20,000 restaurants x 25 scopes would otherwise read the key's
--- 500,000 grants on every request. mobile_sessions_public_id_key,
--- api_keys_pkey and session_grants_pkey (prefix scan).
+-- public id of its key and the token's grants in one round trip, one row
+-- per scope set the token carries (session_grant_sets, migration 00045):
+-- a token of all of a key of 20,000 restaurants x 25 scopes is one row of
+-- 20,000 ids, not 500,000 grant rows. A session without grants is one row
+-- with NULL arrays. The key's state and grants are then read by
+-- KeyAuthLookup, as for a key (its few rows of key_grant_sets, migration
+-- 00043), not here. mobile_sessions_public_id_key, api_keys_pkey and
+-- session_grant_sets_pkey (prefix session_id).
 SELECT s.id, s.public_id, s.token_sha256, s.expires_at, k.public_id AS key_public_id,
-       COALESCE((SELECT array_agg(sg.restaurant_id ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
-                '{}')::text[] AS session_grant_restaurants,
-       COALESCE((SELECT array_agg(sg.scope ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
-                '{}')::text[] AS session_grant_scopes
+       g.scopes::text[] AS scopes, g.restaurant_ids::text[] AS restaurant_ids
 FROM mobile_sessions s
 JOIN api_keys k ON k.id = s.key_id
+LEFT JOIN LATERAL (
+    SELECT sg.scopes, sg.restaurant_ids
+    FROM session_grant_sets sg
+    WHERE sg.session_id = s.id) g ON true
 WHERE s.public_id = sqlc.arg(public_id);
 
 -- name: SessionDeleteCarrying :execrows
@@ -37,9 +50,12 @@ WHERE s.public_id = sqlc.arg(public_id);
 -- key that carries one of the removed grants (all scopes of the restaurant
 -- when scopes is empty) is deleted, so restoring the grant later does not
 -- bring the token back. mobile_sessions_key_idx (prefix key_id), then
--- session_grants_pkey (prefix session_id, restaurant_id).
+-- session_grant_sets_pkey (prefix session_id): each of the key's live
+-- sessions' few scope sets is searched for the restaurant, an admin
+-- command's work that grows with the key's open tokens and their
+-- restaurants, never a request's.
 DELETE FROM mobile_sessions s
 WHERE s.key_id = sqlc.arg(key_id)
-  AND EXISTS (SELECT 1 FROM session_grants g
-              WHERE g.session_id = s.id AND g.restaurant_id = sqlc.arg(restaurant_id)
-                AND (cardinality(sqlc.arg(scopes)::text[]) = 0 OR g.scope = ANY (sqlc.arg(scopes)::text[])));
+  AND EXISTS (SELECT 1 FROM session_grant_sets g
+              WHERE g.session_id = s.id AND sqlc.arg(restaurant_id)::text = ANY (g.restaurant_ids)
+                AND (cardinality(sqlc.arg(scopes)::text[]) = 0 OR g.scopes && sqlc.arg(scopes)::text[]));

@@ -10,55 +10,71 @@ import (
 	"time"
 )
 
-const SessionAuthLookup = `-- name: SessionAuthLookup :one
+const SessionAuthLookup = `-- name: SessionAuthLookup :many
 SELECT s.id, s.public_id, s.token_sha256, s.expires_at, k.public_id AS key_public_id,
-       COALESCE((SELECT array_agg(sg.restaurant_id ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
-                '{}')::text[] AS session_grant_restaurants,
-       COALESCE((SELECT array_agg(sg.scope ORDER BY sg.restaurant_id, sg.scope) FROM session_grants sg WHERE sg.session_id = s.id),
-                '{}')::text[] AS session_grant_scopes
+       g.scopes::text[] AS scopes, g.restaurant_ids::text[] AS restaurant_ids
 FROM mobile_sessions s
 JOIN api_keys k ON k.id = s.key_id
+LEFT JOIN LATERAL (
+    SELECT sg.scopes, sg.restaurant_ids
+    FROM session_grant_sets sg
+    WHERE sg.session_id = s.id) g ON true
 WHERE s.public_id = $1
 `
 
 type SessionAuthLookupRow struct {
-	ID                      int64
-	PublicID                string
-	TokenSha256             []byte
-	ExpiresAt               time.Time
-	KeyPublicID             string
-	SessionGrantRestaurants []string
-	SessionGrantScopes      []string
+	ID            int64
+	PublicID      string
+	TokenSha256   []byte
+	ExpiresAt     time.Time
+	KeyPublicID   string
+	Scopes        []string
+	RestaurantIds []string
 }
 
 // Serves every request made with a session token: the session, the
-// public id of its key and the token's grants in one round trip. The
-// key's state and grants are then read by KeyAuthLookup, as for a key
-// (its few rows of key_grant_sets, migration 00043), not here: a token of
-// a key of 20,000 restaurants x 25 scopes would otherwise read the key's
-// 500,000 grants on every request. mobile_sessions_public_id_key,
-// api_keys_pkey and session_grants_pkey (prefix scan).
-func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) (SessionAuthLookupRow, error) {
-	row := q.db.QueryRow(ctx, SessionAuthLookup, publicID)
-	var i SessionAuthLookupRow
-	err := row.Scan(
-		&i.ID,
-		&i.PublicID,
-		&i.TokenSha256,
-		&i.ExpiresAt,
-		&i.KeyPublicID,
-		&i.SessionGrantRestaurants,
-		&i.SessionGrantScopes,
-	)
-	return i, err
+// public id of its key and the token's grants in one round trip, one row
+// per scope set the token carries (session_grant_sets, migration 00045):
+// a token of all of a key of 20,000 restaurants x 25 scopes is one row of
+// 20,000 ids, not 500,000 grant rows. A session without grants is one row
+// with NULL arrays. The key's state and grants are then read by
+// KeyAuthLookup, as for a key (its few rows of key_grant_sets, migration
+// 00043), not here. mobile_sessions_public_id_key, api_keys_pkey and
+// session_grant_sets_pkey (prefix session_id).
+func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) ([]SessionAuthLookupRow, error) {
+	rows, err := q.db.Query(ctx, SessionAuthLookup, publicID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SessionAuthLookupRow{}
+	for rows.Next() {
+		var i SessionAuthLookupRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.PublicID,
+			&i.TokenSha256,
+			&i.ExpiresAt,
+			&i.KeyPublicID,
+			&i.Scopes,
+			&i.RestaurantIds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const SessionDeleteCarrying = `-- name: SessionDeleteCarrying :execrows
 DELETE FROM mobile_sessions s
 WHERE s.key_id = $1
-  AND EXISTS (SELECT 1 FROM session_grants g
-              WHERE g.session_id = s.id AND g.restaurant_id = $2
-                AND (cardinality($3::text[]) = 0 OR g.scope = ANY ($3::text[])))
+  AND EXISTS (SELECT 1 FROM session_grant_sets g
+              WHERE g.session_id = s.id AND $2::text = ANY (g.restaurant_ids)
+                AND (cardinality($3::text[]) = 0 OR g.scopes && $3::text[]))
 `
 
 type SessionDeleteCarryingParams struct {
@@ -71,7 +87,10 @@ type SessionDeleteCarryingParams struct {
 // key that carries one of the removed grants (all scopes of the restaurant
 // when scopes is empty) is deleted, so restoring the grant later does not
 // bring the token back. mobile_sessions_key_idx (prefix key_id), then
-// session_grants_pkey (prefix session_id, restaurant_id).
+// session_grant_sets_pkey (prefix session_id): each of the key's live
+// sessions' few scope sets is searched for the restaurant, an admin
+// command's work that grows with the key's open tokens and their
+// restaurants, never a request's.
 func (q *Queries) SessionDeleteCarrying(ctx context.Context, arg SessionDeleteCarryingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, SessionDeleteCarrying, arg.KeyID, arg.RestaurantID, arg.Scopes)
 	if err != nil {
@@ -92,20 +111,36 @@ func (q *Queries) SessionDeleteExpired(ctx context.Context, keyID int64) error {
 	return err
 }
 
-const SessionGrantAdd = `-- name: SessionGrantAdd :exec
-INSERT INTO session_grants (session_id, restaurant_id, scope)
-SELECT $1, $2, unnest($3::text[])
+const SessionGrantSetsAdd = `-- name: SessionGrantSetsAdd :exec
+INSERT INTO session_grant_sets (session_id, scopes, restaurant_ids)
+SELECT $1, string_to_array(($2::text[])[r.set_index], ','),
+       array_agg(r.restaurant_id ORDER BY r.n)
+FROM (SELECT u.restaurant_id, u.n, ($3::int[])[u.n] AS set_index
+      FROM unnest($4::text[]) WITH ORDINALITY AS u(restaurant_id, n)) r
+GROUP BY r.set_index
 `
 
-type SessionGrantAddParams struct {
-	SessionID    int64
-	RestaurantID string
-	Scopes       []string
+type SessionGrantSetsAddParams struct {
+	SessionID     int64
+	ScopeSets     []string
+	SetIndexes    []int32
+	RestaurantIds []string
 }
 
-// Serves POST /v1/mobile/sessions. session_grants_pkey.
-func (q *Queries) SessionGrantAdd(ctx context.Context, arg SessionGrantAddParams) error {
-	_, err := q.db.Exec(ctx, SessionGrantAdd, arg.SessionID, arg.RestaurantID, arg.Scopes)
+// Serves POST /v1/mobile/sessions: the token's grants in one statement,
+// whatever their number, as one row per scope set (migration 00045). Each
+// restaurant comes with the index (1-based) of its scope set in
+// scope_sets, a set given as its sorted scopes joined by commas (a scope
+// name holds none), so a set of 25 scopes is sent once, not once per
+// restaurant; the restaurants keep the order they are sent in.
+// session_grant_sets_pkey.
+func (q *Queries) SessionGrantSetsAdd(ctx context.Context, arg SessionGrantSetsAddParams) error {
+	_, err := q.db.Exec(ctx, SessionGrantSetsAdd,
+		arg.SessionID,
+		arg.ScopeSets,
+		arg.SetIndexes,
+		arg.RestaurantIds,
+	)
 	return err
 }
 

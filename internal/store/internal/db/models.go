@@ -249,11 +249,20 @@ type Restaurant struct {
 	EnabledAt time.Time
 }
 
-// The (restaurant, scope) pairs a session token carries: always a subset of its key's grants.
+// No longer written or read (session_grant_sets holds a token's grants since migration 00045): kept so that servers of the previous release do not fail during a rolling upgrade; a later migration drops it.
 type SessionGrant struct {
 	SessionID    int64
 	RestaurantID string
 	Scope        string
+}
+
+// The grants a session token carries, always a subset of its key's when it was opened: one row per distinct set of scopes with every restaurant on which the token holds exactly that set. Written once when the token is opened (SessionGrantSetsAdd), read by SessionAuthLookup, deleted with the token.
+type SessionGrantSet struct {
+	SessionID int64
+	// The scope set, sorted: the scopes the token holds on each restaurant of the row, no more and no fewer.
+	Scopes []string
+	// Every restaurant on which the token holds exactly scopes; each restaurant of the token is in one row.
+	RestaurantIds []string
 }
 
 // Bytes of files (record assets, delivery images) one key attached to one restaurant on one UTC day, against FOODSAFE_UPLOAD_QUOTA_BYTES. One row per key and restaurant: a later day replaces the row's day and starts its bytes again. Never holds secrets.
