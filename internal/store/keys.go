@@ -131,19 +131,6 @@ func (s *Store) keyRead(ctx context.Context, publicID string) (*auth.KeyRecord, 
 	return rec, nil
 }
 
-// zipGrants folds the parallel (restaurant, scope) arrays of a grant query,
-// already sorted by restaurant, into grants.
-func zipGrants(restaurants, scopes []string) []auth.Grant {
-	var out []auth.Grant
-	for i, r := range restaurants {
-		if len(out) == 0 || out[len(out)-1].RestaurantID != r {
-			out = append(out, auth.Grant{RestaurantID: r})
-		}
-		out[len(out)-1].Scopes = append(out[len(out)-1].Scopes, scopes[i])
-	}
-	return out
-}
-
 // grantBatch bounds the (restaurant, scope) pairs of one GrantAddMany: a
 // key of 20,000 restaurants x 25 scopes is ten statements.
 const grantBatch = 50_000
