@@ -11,8 +11,8 @@ import (
 )
 
 // SessionCreate stores a session token (as a digest) acting for keyID with
-// the given grants, and drops the key's expired sessions: four statements
-// whatever the grants, which are stored as their scope sets
+// the given grants, and drops the key's expired sessions: three statements
+// in one transaction whatever the grants, which are stored as their scope sets
 // (SessionGrantSetsAdd), so a token of all of a key of 20,000 restaurants
 // costs what a token of one restaurant does in round trips and rows.
 func (s *Store) SessionCreate(ctx context.Context, keyID int64, issued auth.Issued, expiresAt time.Time, grants []auth.Grant) error {
