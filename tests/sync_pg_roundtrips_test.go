@@ -30,13 +30,7 @@ import (
 // (its state read outside the page's).
 func TestSyncPostgresTargetTransactionsPerPage(t *testing.T) {
 	t.Parallel()
-	a := newApp(t)
-	restaurants := seedFeed(t, a, 400, 5, 1)
-	now := time.Now()
-	for _, r := range restaurants[:100] {
-		scaleDelivery(t, a.store(), r, "d-0", now.Add(-time.Hour))
-	}
-	key := a.newKey(feedGrants(restaurants, 5, true)...)
+	a, key, restaurants := feedOf400Restaurants(t, 1)
 	proxy := newCountingProxy(t, a.srv.URL)
 	target := testdb.EmptyURL(t)
 
@@ -92,13 +86,7 @@ func targetCommits(t testing.TB, target string) int64 {
 // trips for such a page.
 func TestSyncPostgresTargetRoundTripsPerPage(t *testing.T) {
 	t.Parallel()
-	a := newApp(t)
-	restaurants := seedFeed(t, a, 400, 5, 2)
-	now := time.Now()
-	for _, r := range restaurants[:100] {
-		scaleDelivery(t, a.store(), r, "d-0", now.Add(-time.Hour))
-	}
-	key := a.newKey(feedGrants(restaurants, 5, true)...)
+	a, key, restaurants := feedOf400Restaurants(t, 2)
 	proxy := newCountingProxy(t, a.srv.URL)
 	target := testdb.EmptyURL(t)
 	pgw := newPGWireCounter(t, target)
@@ -244,4 +232,18 @@ func (c *pgWireCounter) transactions() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.done)
+}
+
+// feedOf400Restaurants seeds the feed the round-trip tests sync: 400
+// restaurants × 5 collections of perStream records each, a delivery on
+// the first 100, and a key reading all of it; it returns the restaurants too.
+func feedOf400Restaurants(t *testing.T, perStream int) (*app, string, []string) {
+	t.Helper()
+	a := newApp(t)
+	restaurants := seedFeed(t, a, 400, 5, perStream)
+	now := time.Now()
+	for _, r := range restaurants[:100] {
+		scaleDelivery(t, a.store(), r, "d-0", now.Add(-time.Hour))
+	}
+	return a, a.newKey(feedGrants(restaurants, 5, true)...), restaurants
 }

@@ -281,18 +281,8 @@ func rebuildWaitsForAChangeInFlight(t *testing.T, isolation string) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	defaultIsolation(t, url, isolation)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
-	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
-	require.NoError(t, err)
-	ab := []string{"areas:read", "users:read"}
-	issued := auth.NewKey()
-	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: ab}, {RestaurantID: "r2", Scopes: ab}})
-	require.NoError(t, err)
+	s, conn, issued := keyOfTwoRestaurants(t, url)
+	var err error
 
 	// A hand edit, committed: r2 loses users:read, the summary goes.
 	tx := readCommitted(t, conn)
@@ -363,18 +353,8 @@ func TestKeyGrantSetsOutsideReadCommitted(t *testing.T) {
 func keyGrantSetsOutsideReadCommitted(t *testing.T, level pgx.TxIsoLevel) {
 	ctx := context.Background()
 	url := testdb.URL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
-	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
-	require.NoError(t, err)
-	ab := []string{"areas:read", "users:read"}
-	issued := auth.NewKey()
-	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: ab}, {RestaurantID: "r2", Scopes: ab}})
-	require.NoError(t, err)
+	s, conn, issued := keyOfTwoRestaurants(t, url)
+	ab := []string{"areas:read", "users:read"} // the key's scopes on r1 and r2
 	var keyID int64
 	require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, issued.PublicID).Scan(&keyID))
 	drop := func(restaurantID string) string {
@@ -466,4 +446,25 @@ func keyGrantSetsOutsideReadCommitted(t *testing.T, level pgx.TxIsoLevel) {
 		grantRows, _ = lookupReads(t, conn, issued.PublicID)
 		require.Zero(t, grantRows)
 	})
+}
+
+// keyOfTwoRestaurants opens the store on url and a connection of its own,
+// and creates a key granted areas:read and users:read on r1 and r2 by
+// the key command (so with its summary).
+func keyOfTwoRestaurants(t *testing.T, url string) (*store.Store, *pgx.Conn, auth.Issued) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
+	require.NoError(t, err)
+	ab := []string{"areas:read", "users:read"}
+	issued := auth.NewKey()
+	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: ab}, {RestaurantID: "r2", Scopes: ab}})
+	require.NoError(t, err)
+	return s, conn, issued
 }
