@@ -220,9 +220,10 @@ func (s *S3) PieceAppend(ctx context.Context, upload string, r io.Reader, max in
 		if src.n > max {
 			return total, ErrTooLarge
 		}
-		if ferr != nil && ferr != io.EOF {
-			return total, ferr
-		}
+		// Any failure of fill (a read deadline from the idle timeout or
+		// from a newer request preempting this one, a reset connection)
+		// still puts and commits what arrived before it: the device
+		// resumes from there instead of resending up to 5 MiB.
 		if buf.n > 0 {
 			name := pieceName()
 			sum := buf.sum()
@@ -242,6 +243,9 @@ func (s *S3) PieceAppend(ctx context.Context, upload string, r io.Reader, max in
 		}
 		if ferr == io.EOF {
 			return total, src.err
+		}
+		if ferr != nil {
+			return total, ferr
 		}
 	}
 }
