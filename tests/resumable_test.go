@@ -356,6 +356,27 @@ func TestResumableFreesStaleSlot(t *testing.T) {
 	})
 }
 
+// A device that PATCHes without a HEAD while its stale request still
+// holds the key's only upload slot is not refused: the stale request is
+// stopped before the PATCH takes a slot.
+func TestResumableDirectPatchAtSlotLimit(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.UploadsPerKey = 1; c.UploadIdleTimeout = time.Hour; c.UploadMinRate = 0 }))
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	file := randomFile(6, nil, 1<<20)
+	loc, conn := a.resumableStart(key, assetPath("r1", col, "f1", "f1.bin"), "application/octet-stream", file, 0, "?1")
+	defer conn.Close() // silent, holding the slot
+
+	r := a.patch(key, loc, 0, file, true)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	items := a.fileList(key, assetsPath("r1", col, "f1"))
+	require.Len(t, items, 1)
+	require.Equal(t, file, a.download(items[0].URL).Body)
+}
+
 // An abandoned upload's bytes are deleted by the maintenance job once its
 // lifetime (FOODSAFE_UPLOAD_RESUME_LIFETIME) has passed, not before.
 func TestResumableExpiry(t *testing.T) {

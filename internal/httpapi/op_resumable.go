@@ -423,6 +423,10 @@ func (a *API) uploadPatch(c *gin.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// The stale request sending to this upload ends before the slot is
+	// taken: it may hold the key's last slot, and this request is the
+	// device resuming it.
+	a.resumes.preempt(t.ID)
 	release, err := a.uploadSlot(c)
 	if err != nil {
 		return err
