@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -375,6 +377,44 @@ func TestResumableDirectPatchAtSlotLimit(t *testing.T) {
 	items := a.fileList(key, assetsPath("r1", col, "f1"))
 	require.Len(t, items, 1)
 	require.Equal(t, file, a.download(items[0].URL).Body)
+}
+
+// A request whose upload expired while it was sending commits nothing
+// (the expiry job may already have deleted the upload's pieces) and
+// leaves no piece behind, on either store; whether the job ran first or
+// not.
+func TestResumableExpiredMidRequestKeepsNoPiece(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, jobFirst := range []bool{false, true} {
+			var shift atomic.Int64
+			clock := func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+			a := b.newApp(t, withClock(clock), withConfig(func(c *config.Config) {
+				c.UploadResumeLifetime = time.Minute
+				c.UploadIdleTimeout = time.Hour
+				c.UploadMinRate = 0
+			}))
+			a.addRestaurants("r1")
+			const col = "cleaning-task-pictures"
+			key := a.newKey(grant("r1", col+":write"))
+			a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+			file := randomFile(8, nil, 1<<20)
+			loc, conn := a.resumableStart(key, assetPath("r1", col, "f1", "f1.bin"), "application/octet-stream", file, 300_000, "?1")
+
+			shift.Store(int64(2 * time.Minute))
+			if jobFirst {
+				require.NoError(t, a.maintenance(clock, maintain.Settings{}).RunOnce(context.Background()))
+			}
+			// The body ends early: the request commits what it read,
+			// answers, and the server closes the connection.
+			require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+			_, err := io.ReadAll(conn)
+			require.NoError(t, err)
+			require.NoError(t, conn.Close())
+
+			require.Empty(t, a.pieces(), "job first: %v", jobFirst)
+			a.requireNoUpload(key, loc)
+		}
+	})
 }
 
 // An abandoned upload's bytes are deleted by the maintenance job once its

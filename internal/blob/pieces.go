@@ -34,7 +34,9 @@ import (
 type Pieces interface {
 	// PieceAppend reads r, at most max bytes, into new pieces of upload,
 	// calling commit with each piece once it is durably written (a
-	// commit error stops the append). It returns the bytes committed and
+	// commit error stops the append; one wrapping ErrNotCommitted, which
+	// says the piece is surely not recorded, also deletes the piece, best
+	// effort). It returns the bytes committed and
 	// the first failure: a failure to read r (a cut connection) still
 	// commits the bytes read before it. ErrTooLarge when r holds more
 	// than max (nothing of the excess is committed).
@@ -68,6 +70,13 @@ func pieceName() string {
 }
 
 func partialKey(upload string) string { return "partial/" + upload + "/" }
+
+// ErrNotCommitted is wrapped by a commit error that surely recorded
+// nothing (the upload moved on or is gone), so the piece is deleted at
+// once. Any other commit error may have recorded it (a connection lost
+// after the database applied the update): that piece stays, and goes
+// with its upload.
+var ErrNotCommitted = errors.New("blob: piece not committed")
 
 // readErr remembers the first failure of the client's stream (not its
 // end), which buffering readers fold into io.EOF.
@@ -104,10 +113,12 @@ func (f *FS) PieceAppend(_ context.Context, upload string, r io.Reader, max int6
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	keep := false
+	closed, keep := false, false
 	defer func() {
-		if !keep {
+		if !closed {
 			file.Close()
+		}
+		if !keep {
 			os.Remove(file.Name())
 		}
 	}()
@@ -125,14 +136,16 @@ func (f *FS) PieceAppend(_ context.Context, upload string, r io.Reader, max int6
 	if serr := file.Sync(); serr != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, serr)
 	}
+	closed = true
 	if serr := file.Close(); serr != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, serr)
 	}
-	keep = true
 	if serr := syncDir(dir); serr != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnavailable, serr)
 	}
-	if cerr := commit(name, n); cerr != nil {
+	cerr := commit(name, n)
+	keep = cerr == nil || !errors.Is(cerr, ErrNotCommitted)
+	if cerr != nil {
 		return 0, cerr
 	}
 	return n, err
@@ -236,6 +249,10 @@ func (s *S3) PieceAppend(ctx context.Context, upload string, r io.Reader, max in
 				return total, fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
 			if err := commit(name, buf.n); err != nil {
+				if errors.Is(err, ErrNotCommitted) {
+					_, _ = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.loc.Bucket),
+						Key: aws.String(s.loc.Prefix + partialKey(upload) + name)})
+				}
 				return total, err
 			}
 			total += buf.n

@@ -249,9 +249,9 @@ func (a *API) resumeAppend(c *gin.Context, t store.Resumption, body *idleBody, c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), a.cfg.UploadTimeout+resumeStoreTimeout)
 	defer cancel()
 	_, err := a.blobs.PieceAppend(ctx, t.ID, body, limit, func(piece string, n int64) error {
-		ok, err := a.store.ResumptionAdvance(ctx, t.RestaurantID, t.ID, t.Kept, t.Kept+n, piece, length)
+		ok, err := a.store.ResumptionAdvance(ctx, t.RestaurantID, t.ID, t.Kept, t.Kept+n, piece, length, a.now().UnixMilli())
 		if err == nil && !ok {
-			err = errUploadMoved
+			err = fmt.Errorf("%w: %w", blob.ErrNotCommitted, errUploadMoved)
 		}
 		if err == nil {
 			t.Kept += n

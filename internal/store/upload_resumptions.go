@@ -71,11 +71,11 @@ func (s *Store) ResumptionGet(ctx context.Context, restaurant, id string, key, n
 
 // ResumptionAdvance commits a piece appended at oldKept, now durably
 // written, taking the kept bytes to newKept (and recording length, -1 if
-// still unknown, when none was). False when the upload moved on (or went)
-// meanwhile: the piece is not part of it.
-func (s *Store) ResumptionAdvance(ctx context.Context, restaurant, id string, oldKept, newKept int64, piece string, length int64) (bool, error) {
+// still unknown, when none was). False when the upload moved on, went or
+// expired (at now, Unix ms) meanwhile: the piece is not part of it.
+func (s *Store) ResumptionAdvance(ctx context.Context, restaurant, id string, oldKept, newKept int64, piece string, length, now int64) (bool, error) {
 	n, err := s.q.UploadResumptionAdvance(ctx, db.UploadResumptionAdvanceParams{RestaurantID: restaurant, ID: id,
-		OldKept: oldKept, NewKept: newKept, Piece: piece, Length: lengthParam(length)})
+		OldKept: oldKept, NewKept: newKept, Piece: piece, Length: lengthParam(length), Now: now})
 	return n == 1, translate(err)
 }
 

@@ -22,11 +22,13 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id) AND key_id =
 -- grow only from the offset the appender started at, so of two requests
 -- appending at one offset (a stale one on another replica) one commits;
 -- the other's piece is never listed. Also records the length once known.
--- upload_resumptions_pkey.
+-- An expired upload takes no more pieces: the expiry job may already have
+-- deleted its pieces. upload_resumptions_pkey.
 UPDATE upload_resumptions
 SET kept = sqlc.arg(new_kept), pieces = array_append(pieces, sqlc.arg(piece)::text),
     length = COALESCE(length, sqlc.narg(length))
-WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id) AND kept = sqlc.arg(old_kept);
+WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id) AND kept = sqlc.arg(old_kept)
+  AND expires_at > sqlc.arg(now);
 
 -- name: UploadResumptionDelete :execrows
 -- Serves completion, cancellation (DELETE) and the expiry job.

@@ -14,6 +14,7 @@ UPDATE upload_resumptions
 SET kept = $1, pieces = array_append(pieces, $2::text),
     length = COALESCE(length, $3)
 WHERE restaurant_id = $4 AND id = $5 AND kept = $6
+  AND expires_at > $7
 `
 
 type UploadResumptionAdvanceParams struct {
@@ -23,13 +24,15 @@ type UploadResumptionAdvanceParams struct {
 	RestaurantID string
 	ID           string
 	OldKept      int64
+	Now          int64
 }
 
 // Serves every append, once its piece is durably written: the kept bytes
 // grow only from the offset the appender started at, so of two requests
 // appending at one offset (a stale one on another replica) one commits;
 // the other's piece is never listed. Also records the length once known.
-// upload_resumptions_pkey.
+// An expired upload takes no more pieces: the expiry job may already have
+// deleted its pieces. upload_resumptions_pkey.
 func (q *Queries) UploadResumptionAdvance(ctx context.Context, arg UploadResumptionAdvanceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, UploadResumptionAdvance,
 		arg.NewKept,
@@ -38,6 +41,7 @@ func (q *Queries) UploadResumptionAdvance(ctx context.Context, arg UploadResumpt
 		arg.RestaurantID,
 		arg.ID,
 		arg.OldKept,
+		arg.Now,
 	)
 	if err != nil {
 		return 0, err
