@@ -21,6 +21,7 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/config"
 	"github.com/foodsafe/foodsafe/internal/maintain"
+	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
 // maxResent is the most bytes a cut upload may send twice: what the
@@ -415,6 +416,41 @@ func TestResumableExpiredMidRequestKeepsNoPiece(t *testing.T) {
 			a.requireNoUpload(key, loc)
 		}
 	})
+}
+
+// A request that lost the race for its offset to a request on another
+// replica answers 409 with the offset the database holds (the
+// other request's), not its own.
+func TestResumableMovedAnswersStoredOffset(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.URL(t)
+	slow := withConfig(func(c *config.Config) { c.UploadIdleTimeout = time.Hour; c.UploadMinRate = 0 })
+	a := newApp(t, withDatabaseURL(dbURL), slow)
+	other := newApp(t, withDatabaseURL(dbURL), slow)
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	file := randomFile(9, nil, 1<<20)
+	loc, conn := a.resumableStart(key, assetPath("r1", col, "f1", "f1.bin"), "application/octet-stream", file, 300_000, "?1")
+	defer conn.Close()
+
+	// The other replica does not know of the stale request: it takes
+	// offset 0 first.
+	r := other.patch(key, loc, 0, file[:100_000], false)
+	require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Body)
+
+	// The first request's body ends after all (no preemption on its
+	// replica cancels it), and its commit at offset 0 finds the upload
+	// moved on.
+	_, err := conn.Write(file[300_000:])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	require.Equal(t, "100000", resp.Header.Get("Upload-Offset"))
+	require.Equal(t, 100_000, a.uploadOffset(key, loc))
 }
 
 // An abandoned upload's bytes are deleted by the maintenance job once its

@@ -259,6 +259,16 @@ func (a *API) resumeAppend(c *gin.Context, t store.Resumption, body *idleBody, c
 		}
 		return err
 	})
+	if errors.Is(err, errUploadMoved) {
+		// The offset to answer is the one the other request left, or
+		// none (404) when the upload expired meanwhile; read by the
+		// row's names, as a creation has no upload id in its path.
+		if t, err = a.store.ResumptionGet(c.Request.Context(), t.RestaurantID, t.ID, t.KeyID, a.now().UnixMilli()); err != nil {
+			return err
+		}
+		c.Header(HeaderUploadOffset, strconv.FormatInt(t.Kept, 10))
+		return errUploadMoved
+	}
 	c.Header(HeaderUploadOffset, strconv.FormatInt(t.Kept, 10))
 	if err != nil {
 		return a.appendFailed(c, t, body, err)
