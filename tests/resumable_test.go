@@ -298,8 +298,15 @@ func TestResumableUploadResource(t *testing.T) {
 		requireProblem(t, a.do(req{Method: http.MethodPatch, Path: loc, Body: bytes.NewReader(file[100_000:]),
 			Header: draftHeaders(key, "Content-Type", "application/octet-stream", "Upload-Offset", "100000", "Upload-Complete", "?1")}),
 			http.StatusBadRequest, "invalid-request")
+		for _, ct := range []string{"", "application/partial-upload; =x", "application/partial-upload-x"} {
+			requireProblem(t, a.do(req{Method: http.MethodPatch, Path: loc, Body: bytes.NewReader(file[100_000:]),
+				Header: draftHeaders(key, "Content-Type", ct, "Upload-Offset", "100000", "Upload-Complete", "?1")}),
+				http.StatusBadRequest, "invalid-request")
+		}
 
-		r = a.patch(key, loc, 100_000, file[100_000:200_000], false)
+		// A media type is compared without its parameters or case.
+		r = a.do(req{Method: http.MethodPatch, Path: loc, Body: bytes.NewReader(file[100_000:200_000]), Header: draftHeaders(key,
+			"Content-Type", "Application/Partial-Upload; charset=binary", "Upload-Offset", "100000", "Upload-Complete", "?0")})
 		require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Body)
 		require.Equal(t, "200000", r.Header.Get("Upload-Offset"))
 		require.Empty(t, a.fileList(key, assetsPath("r1", col, "f1")))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -472,7 +473,8 @@ func (a *API) uploadPatch(c *gin.Context) (err error) {
 // patchHeaders reads a PATCH's Content-Type, Upload-Offset and
 // Upload-Complete.
 func patchHeaders(c *gin.Context) (offset int64, complete bool, err error) {
-	if ct := c.GetHeader("Content-Type"); ct != partialUpload {
+	// Parameters (a charset some clients add) do not change the type.
+	if mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type")); err != nil || mt != partialUpload {
 		return 0, false, apperr.Param("Content-Type", "must be %s: the body is the bytes of the file from Upload-Offset on", partialUpload)
 	}
 	offset, err = headerLength(c, HeaderUploadOffset)
