@@ -460,6 +460,81 @@ func TestResumableMovedAnswersStoredOffset(t *testing.T) {
 	require.Equal(t, 100_000, a.uploadOffset(key, loc))
 }
 
+// createOpen starts a resumable upload of the first n bytes of file with
+// Upload-Complete: ?0.
+func (a *app) createOpen(key, path string, file []byte, n int) response {
+	a.t.Helper()
+	rq := uploadReq(key, path, "application/octet-stream", digestHeader(file), file[:n])
+	rq.Header["Upload-Draft-Interop-Version"], rq.Header["Upload-Complete"] = "6", "?0"
+	return a.do(rq)
+}
+
+// The bytes parked in open resumable uploads count against the daily
+// upload quota: a key cannot hold more in uploads it never completes than
+// it may attach. Cancelling one frees its bytes.
+func TestResumableOpenUploadsCountAgainstQuota(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.MaxAssetBytes = 400_000; c.UploadQuotaBytes = 250_000 }))
+	a.addRestaurants("r1")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write", col+":read"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	file := randomFile(4, nil, 300_000)
+	path := assetPath("r1", col, "f1", "f1.bin")
+
+	r := a.createOpen(key, path, file, 200_000)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+	first, err := url.Parse(r.Header.Get("Location"))
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		p := requireProblem(t, a.createOpen(key, path, file, 200_000), http.StatusTooManyRequests, "upload-quota-exceeded")
+		require.Contains(t, p.Detail, "200000 bytes in resumable uploads")
+	}
+	require.Len(t, a.pieces(), 1, "nothing kept of the refused creations")
+
+	require.Equal(t, http.StatusNoContent, a.do(req{Method: http.MethodDelete, Path: first.Path, Header: draftHeaders(key)}).Status)
+	r = a.createOpen(key, path, file, 200_000)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+}
+
+// A key may have at most 4 × FOODSAFE_UPLOADS_PER_KEY resumable uploads
+// open on a restaurant; beyond, 429 with Retry-After until the first
+// expires. Another restaurant and another key are not affected, and
+// cancelling one makes room.
+func TestResumableOpenUploadsBounded(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, withConfig(func(c *config.Config) { c.UploadsPerKey = 1; c.UploadQuotaBytes = 0 }))
+	a.addRestaurants("r1", "r2")
+	const col = "cleaning-task-pictures"
+	key := a.newKey(grant("r1", col+":write"), grant("r2", col+":write"))
+	other := a.newKey(grant("r1", col+":write"))
+	a.put(key, "r1", col, "f1", "m1", picture("f1.bin", nil))
+	a.put(key, "r2", col, "f1", "m1", picture("f1.bin", nil))
+	file := randomFile(5, nil, 20_000)
+	path := assetPath("r1", col, "f1", "f1.bin")
+
+	var locs []string
+	for i := 0; i < 4; i++ {
+		r := a.createOpen(key, path, file, 10_000)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Body)
+		u, err := url.Parse(r.Header.Get("Location"))
+		require.NoError(t, err)
+		locs = append(locs, u.Path)
+	}
+	r := a.createOpen(key, path, file, 10_000)
+	requireProblem(t, r, http.StatusTooManyRequests, "upload-quota-exceeded")
+	wait, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Positive(t, wait)
+	require.LessOrEqual(t, wait, int(a.cfg.UploadResumeLifetime/time.Second))
+
+	require.Equal(t, http.StatusCreated, a.createOpen(key, assetPath("r2", col, "f1", "f1.bin"), file, 10_000).Status)
+	require.Equal(t, http.StatusCreated, a.createOpen(other, path, file, 10_000).Status)
+
+	require.Equal(t, http.StatusNoContent, a.do(req{Method: http.MethodDelete, Path: locs[0], Header: draftHeaders(key)}).Status)
+	require.Equal(t, http.StatusCreated, a.createOpen(key, path, file, 10_000).Status)
+}
+
 // An abandoned upload's bytes are deleted by the maintenance job once its
 // lifetime (FOODSAFE_UPLOAD_RESUME_LIFETIME) has passed, not before.
 func TestResumableExpiry(t *testing.T) {

@@ -152,7 +152,7 @@ func (a *API) receiveFile(c *gin.Context, w metrics.Write, collection string, ph
 	if c.Request.ContentLength > a.cfg.MaxAssetBytes {
 		return blob.Object{}, "", a.errTooLarge()
 	}
-	if err := a.uploadQuota(c, c.Param("restaurantId"), c.Request.ContentLength, func(ctx context.Context) (bool, error) {
+	if err := a.uploadQuota(c, c.Param("restaurantId"), c.Request.ContentLength, 0, func(ctx context.Context) (bool, error) {
 		return stored(ctx, hex.EncodeToString(want[:]))
 	}); err != nil {
 		return blob.Object{}, "", err

@@ -204,7 +204,11 @@ func (a *API) resumeCreate(c *gin.Context, t store.Resumption, complete bool) er
 	if quotaLength < 0 {
 		quotaLength = c.Request.ContentLength
 	}
-	if err := a.uploadQuota(c, t.RestaurantID, quotaLength, func(ctx context.Context) (bool, error) {
+	parked, err := a.openUploads(c, t.RestaurantID)
+	if err != nil {
+		return err
+	}
+	if err := a.uploadQuota(c, t.RestaurantID, quotaLength, parked, func(ctx context.Context) (bool, error) {
 		return a.uploadStored(t)(ctx, t.SHA256)
 	}); err != nil {
 		return err
@@ -226,6 +230,37 @@ func (a *API) resumeCreate(c *gin.Context, t store.Resumption, complete bool) er
 	a.limitHeaders(c, t)
 	informational(c.Writer, 104)
 	return a.resumeAppend(c, t, body, complete, http.StatusCreated)
+}
+
+// openUploadsFactor × FOODSAFE_UPLOADS_PER_KEY is the most resumable
+// uploads a key may have open on a restaurant: every upload in flight may
+// be cut and wait for its device to resume it while the next ones start,
+// a few times over, but uploads abandoned without a DELETE do not pile up
+// bytes in the file store until they expire.
+const openUploadsFactor = 4
+
+// openUploads refuses a creation when the key already has the most
+// resumable uploads open on the restaurant (429 upload-quota-exceeded,
+// Retry-After until the first of them expires), and otherwise says the
+// bytes they claim, which the daily quota counts as used: they are in
+// the file store though no file is attached yet. Creations checked at
+// once each pass on the count before any of them, so the key may go past
+// the count by at most its upload slots.
+func (a *API) openUploads(c *gin.Context, restaurant string) (int64, error) {
+	now := a.now()
+	o, err := a.store.ResumptionsOpen(c.Request.Context(), restaurant, principal(c).KeyID, now.UnixMilli())
+	if err != nil {
+		return 0, err
+	}
+	most := int64(openUploadsFactor * a.cfg.UploadsPerKey)
+	if o.Count < most {
+		return o.Bytes, nil
+	}
+	wait := time.UnixMilli(o.FirstExpiry).Sub(now)
+	c.Header("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+	return 0, apperr.New(apperr.UploadQuotaExceeded, "This key has %d resumable uploads open on restaurant %s, the most it may "+
+		"have (%d times FOODSAFE_UPLOADS_PER_KEY). Nothing was stored: complete or cancel (DELETE) one of them, or retry after "+
+		"the seconds in Retry-After, when the first of them expires. Other keys are not affected.", o.Count, restaurant, openUploadsFactor)
 }
 
 // errUploadMoved: another request appended to the upload meanwhile (a
@@ -462,7 +497,7 @@ func (a *API) uploadPatch(c *gin.Context) (err error) {
 	if whole < 0 && c.Request.ContentLength >= 0 {
 		whole = t.Kept + c.Request.ContentLength
 	}
-	if err := a.uploadQuota(c, t.RestaurantID, whole, func(ctx context.Context) (bool, error) {
+	if err := a.uploadQuota(c, t.RestaurantID, whole, 0, func(ctx context.Context) (bool, error) {
 		return a.uploadStored(t)(ctx, t.SHA256)
 	}); err != nil {
 		return err

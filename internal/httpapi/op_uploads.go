@@ -193,7 +193,9 @@ func (b *idleBody) cut(cfg config.Config) error {
 // FOODSAFE_UPLOADS_PER_KEY files. A replay (replay says whether the file
 // is already stored with these bytes) stores nothing and always passes,
 // so a device that lost the answer of its last upload of the day reads it.
-func (a *API) uploadQuota(c *gin.Context, restaurant string, length int64, replay func(context.Context) (bool, error)) error {
+// parked is the bytes of the key's open resumable uploads on the
+// restaurant, counted as used when a new one is created (openUploads).
+func (a *API) uploadQuota(c *gin.Context, restaurant string, length, parked int64, replay func(context.Context) (bool, error)) error {
 	quota := a.cfg.UploadQuotaBytes
 	if quota == 0 {
 		return nil
@@ -203,7 +205,7 @@ func (a *API) uploadQuota(c *gin.Context, restaurant string, length int64, repla
 	if err != nil {
 		return err
 	}
-	if used < quota && used+max(length, 0) <= quota {
+	if used < quota && used+parked+max(length, 0) <= quota {
 		return nil
 	}
 	if replayed, err := replay(ctx); err != nil || replayed {
@@ -212,9 +214,13 @@ func (a *API) uploadQuota(c *gin.Context, restaurant string, length int64, repla
 	y, m, d := now.UTC().Date()
 	wait := time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Sub(now)
 	c.Header("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-	return apperr.New(apperr.UploadQuotaExceeded, "This key has attached %d bytes of files to restaurant %s today (UTC), "+
+	open := ""
+	if parked > 0 {
+		open = fmt.Sprintf(" and holds %d bytes in resumable uploads not yet completed (complete or cancel them to free them)", parked)
+	}
+	return apperr.New(apperr.UploadQuotaExceeded, "This key has attached %d bytes of files to restaurant %s today (UTC)%s, "+
 		"and may attach %d a day; this file (%s) would take it past them. Nothing was stored; retry after the seconds in "+
-		"Retry-After, when the day turns (UTC). Other keys are not affected.", used, restaurant, quota, declaredLength(length))
+		"Retry-After, when the day turns (UTC). Other keys are not affected.", used, restaurant, open, quota, declaredLength(length))
 }
 
 // declaredLength says the upload's length, for a refusal.

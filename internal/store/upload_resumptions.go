@@ -79,6 +79,25 @@ func (s *Store) ResumptionAdvance(ctx context.Context, restaurant, id string, ol
 	return n == 1, translate(err)
 }
 
+// OpenResumptions are the uploads one key has open on a restaurant.
+type OpenResumptions struct {
+	Count int64
+	// Bytes they claim: each one's declared length, else its kept bytes.
+	Bytes int64
+	// FirstExpiry is when the first of them expires (Unix ms; 0 if none).
+	FirstExpiry int64
+}
+
+// ResumptionsOpen counts key's uploads on restaurant unexpired at now
+// (Unix ms).
+func (s *Store) ResumptionsOpen(ctx context.Context, restaurant string, key, now int64) (OpenResumptions, error) {
+	r, err := s.q.UploadResumptionsOpenOfKey(ctx, db.UploadResumptionsOpenOfKeyParams{RestaurantID: restaurant, KeyID: key, Now: now})
+	if err != nil {
+		return OpenResumptions{}, translate(err)
+	}
+	return OpenResumptions{Count: r.Open, Bytes: r.Bytes, FirstExpiry: r.FirstExpiry}, nil
+}
+
 // ResumptionDelete forgets an upload (completed, cancelled or expired);
 // false when it was already gone.
 func (s *Store) ResumptionDelete(ctx context.Context, restaurant, id string) (bool, error) {

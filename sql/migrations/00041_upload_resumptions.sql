@@ -29,6 +29,7 @@ CREATE TABLE upload_resumptions (
 );
 SELECT foodsafe_distribute('upload_resumptions', 'tenant');
 CREATE INDEX upload_resumptions_expires_idx ON upload_resumptions (expires_at);
+CREATE INDEX upload_resumptions_key_idx ON upload_resumptions (restaurant_id, key_id, expires_at);
 
 COMMENT ON TABLE upload_resumptions IS
     'Resumable uploads in progress (record assets, delivery images): what the upload is for, the SHA-256 declared at creation, the bytes durably kept and the file-store pieces that hold them. Deleted when the upload completes, is cancelled (DELETE) or expires (maintenance job upload-expiry). Never holds secrets: the id is a name, every request on it is authenticated as its key.';
@@ -41,6 +42,7 @@ COMMENT ON COLUMN upload_resumptions.kept IS 'Bytes durably kept in the file sto
 COMMENT ON COLUMN upload_resumptions.pieces IS 'File-store names of the pieces holding the kept bytes, in order (blob.Store.PieceAppend).';
 COMMENT ON COLUMN upload_resumptions.expires_at IS 'Unix milliseconds after which the upload is gone (FOODSAFE_UPLOAD_RESUME_LIFETIME from creation): no longer answered, and its pieces deleted by the maintenance job.';
 COMMENT ON INDEX upload_resumptions_expires_idx IS 'The maintenance job finds expired uploads in one range scan.';
+COMMENT ON INDEX upload_resumptions_key_idx IS 'A creation counts the key''s open uploads on the restaurant (their number and bytes are bounded) in one range scan.';
 
 -- +goose Down
 DROP TABLE upload_resumptions;

@@ -30,6 +30,17 @@ SET kept = sqlc.arg(new_kept), pieces = array_append(pieces, sqlc.arg(piece)::te
 WHERE restaurant_id = sqlc.arg(restaurant_id) AND id = sqlc.arg(id) AND kept = sqlc.arg(old_kept)
   AND expires_at > sqlc.arg(now);
 
+-- name: UploadResumptionsOpenOfKey :one
+-- Serves the creation of a resumable upload, which the bytes and the
+-- number of uploads a key already has open on the restaurant bound: how
+-- many are open (unexpired), the bytes they claim (the declared length,
+-- else the bytes kept) and when the first of them expires.
+-- upload_resumptions_key_idx.
+SELECT count(*)::bigint AS open, COALESCE(sum(COALESCE(length, kept)), 0)::bigint AS bytes,
+    COALESCE(min(expires_at), 0)::bigint AS first_expiry
+FROM upload_resumptions
+WHERE restaurant_id = sqlc.arg(restaurant_id) AND key_id = sqlc.arg(key_id) AND expires_at > sqlc.arg(now);
+
 -- name: UploadResumptionDelete :execrows
 -- Serves completion, cancellation (DELETE) and the expiry job.
 -- upload_resumptions_pkey.

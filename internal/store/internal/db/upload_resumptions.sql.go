@@ -202,3 +202,34 @@ func (q *Queries) UploadResumptionsExpired(ctx context.Context, arg UploadResump
 	}
 	return items, nil
 }
+
+const UploadResumptionsOpenOfKey = `-- name: UploadResumptionsOpenOfKey :one
+SELECT count(*)::bigint AS open, COALESCE(sum(COALESCE(length, kept)), 0)::bigint AS bytes,
+    COALESCE(min(expires_at), 0)::bigint AS first_expiry
+FROM upload_resumptions
+WHERE restaurant_id = $1 AND key_id = $2 AND expires_at > $3
+`
+
+type UploadResumptionsOpenOfKeyParams struct {
+	RestaurantID string
+	KeyID        int64
+	Now          int64
+}
+
+type UploadResumptionsOpenOfKeyRow struct {
+	Open        int64
+	Bytes       int64
+	FirstExpiry int64
+}
+
+// Serves the creation of a resumable upload, which the bytes and the
+// number of uploads a key already has open on the restaurant bound: how
+// many are open (unexpired), the bytes they claim (the declared length,
+// else the bytes kept) and when the first of them expires.
+// upload_resumptions_key_idx.
+func (q *Queries) UploadResumptionsOpenOfKey(ctx context.Context, arg UploadResumptionsOpenOfKeyParams) (UploadResumptionsOpenOfKeyRow, error) {
+	row := q.db.QueryRow(ctx, UploadResumptionsOpenOfKey, arg.RestaurantID, arg.KeyID, arg.Now)
+	var i UploadResumptionsOpenOfKeyRow
+	err := row.Scan(&i.Open, &i.Bytes, &i.FirstExpiry)
+	return i, err
+}
