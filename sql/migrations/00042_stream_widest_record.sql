@@ -20,15 +20,16 @@ ALTER TABLE collection_streams ADD COLUMN max_record_bytes bigint;
 
 -- Existing streams: their largest version (a compacted one has no data,
 -- and no walk reads it), 0 for a stream with none; one scan of
--- record_changes, as 00014. Ingest waits for the stream rows these update
--- until the migration commits.
-UPDATE collection_streams SET max_record_bytes = 0;
+-- record_changes, as 00014, and each stream row rewritten once (the LEFT
+-- JOIN keeps the streams without versions). Ingest waits for the stream
+-- rows this updates until the migration commits.
 UPDATE collection_streams s
-SET max_record_bytes = c.max_record_bytes
-FROM (SELECT restaurant_id, collection, max(octet_length(data::text)) AS max_record_bytes
-      FROM record_changes
-      GROUP BY restaurant_id, collection) c
-WHERE s.restaurant_id = c.restaurant_id AND s.collection = c.collection AND c.max_record_bytes IS NOT NULL;
+SET max_record_bytes = COALESCE(c.max_record_bytes, 0)
+FROM (SELECT cs.restaurant_id, cs.collection, max(octet_length(rc.data::text)) AS max_record_bytes
+      FROM collection_streams cs
+      LEFT JOIN record_changes rc ON rc.restaurant_id = cs.restaurant_id AND rc.collection = cs.collection
+      GROUP BY cs.restaurant_id, cs.collection) c
+WHERE s.restaurant_id = c.restaurant_id AND s.collection = c.collection;
 
 COMMENT ON COLUMN collection_streams.max_record_bytes IS
     'Bytes of the largest record version (octet_length of its data as text) written to the stream, never lowered; NULL: unknown. The walk statements skip their byte sum when the page''s rows times this stay under the page''s byte bound.';
