@@ -31,7 +31,7 @@ COMMENT ON INDEX session_grant_sets_pkey IS
 -- The tokens open now keep their grants.
 INSERT INTO session_grant_sets (session_id, scopes, restaurant_ids)
 SELECT r.session_id, r.scopes, array_agg(r.restaurant_id ORDER BY r.restaurant_id)
-FROM (SELECT sg.session_id, sg.restaurant_id, array_agg(sg.scope ORDER BY sg.scope) AS scopes
+FROM (SELECT sg.session_id, sg.restaurant_id, array_agg(sg.scope ORDER BY sg.scope COLLATE "C") AS scopes
       FROM session_grants sg
       GROUP BY sg.session_id, sg.restaurant_id) r
 GROUP BY r.session_id, r.scopes;
