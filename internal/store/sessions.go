@@ -91,6 +91,11 @@ func (s *Store) SessionForAuth(ctx context.Context, publicID string) (*auth.Sess
 	if key == nil {
 		return nil, err // deleted since (by hand), with its sessions
 	}
+	if key.ID != r.KeyID {
+		// Read by public id in a later statement: a key deleted since and
+		// another made with its public id is not the token's key.
+		return nil, nil
+	}
 	key.SecretDigest = nil // a token proves its own digest, not the key's
 	return &auth.SessionRecord{
 		ID: r.ID, PublicID: r.PublicID, TokenDigest: r.TokenSha256, ExpiresAt: r.ExpiresAt, Key: *key,

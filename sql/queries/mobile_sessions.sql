@@ -35,7 +35,7 @@ WHERE key_id = sqlc.arg(key_id) AND expires_at < now();
 -- KeyAuthLookup, as for a key (its few rows of key_grant_sets, migration
 -- 00043), not here. mobile_sessions_public_id_key, api_keys_pkey and
 -- session_grant_sets_pkey (prefix session_id).
-SELECT s.id, s.public_id, s.token_sha256, s.expires_at, k.public_id AS key_public_id,
+SELECT s.id, s.public_id, s.token_sha256, s.expires_at, s.key_id, k.public_id AS key_public_id,
        g.scopes::text[] AS scopes, g.restaurant_ids::text[] AS restaurant_ids
 FROM mobile_sessions s
 JOIN api_keys k ON k.id = s.key_id

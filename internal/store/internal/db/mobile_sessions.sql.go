@@ -11,7 +11,7 @@ import (
 )
 
 const SessionAuthLookup = `-- name: SessionAuthLookup :many
-SELECT s.id, s.public_id, s.token_sha256, s.expires_at, k.public_id AS key_public_id,
+SELECT s.id, s.public_id, s.token_sha256, s.expires_at, s.key_id, k.public_id AS key_public_id,
        g.scopes::text[] AS scopes, g.restaurant_ids::text[] AS restaurant_ids
 FROM mobile_sessions s
 JOIN api_keys k ON k.id = s.key_id
@@ -27,6 +27,7 @@ type SessionAuthLookupRow struct {
 	PublicID      string
 	TokenSha256   []byte
 	ExpiresAt     time.Time
+	KeyID         int64
 	KeyPublicID   string
 	Scopes        []string
 	RestaurantIds []string
@@ -55,6 +56,7 @@ func (q *Queries) SessionAuthLookup(ctx context.Context, publicID string) ([]Ses
 			&i.PublicID,
 			&i.TokenSha256,
 			&i.ExpiresAt,
+			&i.KeyID,
 			&i.KeyPublicID,
 			&i.Scopes,
 			&i.RestaurantIds,
