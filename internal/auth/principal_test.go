@@ -190,3 +190,27 @@ func TestSessionCheckWithSharedScopeLists(t *testing.T) {
 	lost = append(lost[:2], lost[3:]...) // r3 gone
 	require.Equal(t, ReasonGrantsChanged, check(lost), "the key lost r3")
 }
+
+// A restaurant may come in more than one scope set, in the token or in
+// the key: the check holds the token's scopes on it together against the
+// key's scopes on it together, never one set against one set.
+func TestSessionCheckWithARestaurantInTwoSets(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	issued := NewToken()
+	cred, ok := ParseCredential(issued.Full)
+	require.True(t, ok)
+	check := func(key, token []Grant) Reason {
+		s := &SessionRecord{ID: 1, TokenDigest: issued.Digest, ExpiresAt: now.Add(time.Hour),
+			Key: KeyRecord{ID: 2, PublicID: "pub", Grants: key}, Grants: token}
+		_, reason := s.Check(cred, now)
+		return reason
+	}
+	split := []Grant{{RestaurantID: "r1", Scopes: []string{"areas:read"}}, {RestaurantID: "r1", Scopes: []string{"areas:write"}}}
+	both := []Grant{{RestaurantID: "r1", Scopes: []string{"areas:read", "areas:write"}}}
+	readOnly := []Grant{{RestaurantID: "r1", Scopes: []string{"areas:read"}}}
+	require.Equal(t, ReasonGrantsChanged, check(readOnly, split), "the token's second set on r1 is not in the key")
+	require.Equal(t, Reason(""), check(split, both), "the key's two sets on r1 together cover the token")
+	require.Equal(t, Reason(""), check(split, split))
+	require.Equal(t, Reason(""), check(both, split))
+	require.Equal(t, ReasonGrantsChanged, check(readOnly, both))
+}
