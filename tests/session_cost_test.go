@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,12 +179,20 @@ func TestWholeKeySessionCostsWhatAOneRestaurantSessionDoes(t *testing.T) {
 	// whole or narrowed.
 	held := auth.NewPrincipal(keyID, key.PublicID, grants).Grants()
 
+	var checks []sentQuery // the last token's check against its key's grants
 	open := func(carried []auth.Grant) (auth.Issued, int) {
 		t.Helper()
 		token := auth.NewToken()
 		rec.take()
 		require.NoError(t, st.SessionCreate(ctx, keyID, token, time.Now().Add(time.Hour), carried))
-		return token, len(rec.take())
+		sent := rec.take()
+		checks = nil
+		for _, q := range sent {
+			if strings.Contains(q.SQL, "SessionGrantsMissing") {
+				checks = append(checks, q)
+			}
+		}
+		return token, len(sent)
 	}
 	resolve := func(token auth.Issued) (*auth.Principal, auth.Reason, map[string]int) {
 		t.Helper()
@@ -202,8 +211,13 @@ func TestWholeKeySessionCostsWhatAOneRestaurantSessionDoes(t *testing.T) {
 	one, oneSent := open(held[7:8])
 	whole, wholeSent := open(held)
 	require.Equal(t, oneSent, wholeSent, "statements sent to open a token of one restaurant and of the whole key")
-	// BEGIN, the expired sessions' clean-up, the session, its grants, COMMIT.
-	require.Equal(t, 5, wholeSent)
+	// BEGIN, the key's lock, the check that it still holds the grants, the
+	// expired sessions' clean-up, the session, its grants, COMMIT.
+	require.Equal(t, 7, wholeSent)
+	require.Len(t, checks, 1)
+	checked := rowsReadFrom(t, dbURL, checks)
+	require.Zero(t, checked["key_grants"], "the whole key's token is checked against its summary, not grant by grant")
+	require.Equal(t, 3, checked["key_grant_sets"], "the key's two scope sets, and the first of them again for whether it has a summary")
 
 	p, reason, read := resolve(whole)
 	require.Equal(t, auth.Reason(""), reason)

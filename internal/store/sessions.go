@@ -6,17 +6,42 @@ import (
 	"strings"
 	"time"
 
+	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
 	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 )
 
 // SessionCreate stores a session token (as a digest) acting for keyID with
-// the given grants, and drops the key's expired sessions: three statements
+// the given grants, and drops the key's expired sessions: five statements
 // in one transaction whatever the grants, which are stored as their scope sets
 // (SessionGrantSetsAdd), so a token of all of a key of 20,000 restaurants
 // costs what a token of one restaurant does in round trips and rows.
+//
+// The grants come from the key as it was read for the request, maybe
+// before a `keys ungrant` committed, whose deletion of the tokens carrying
+// what it removed would then miss this one: the transaction first locks
+// the key's row against key commands (SessionKeyShare), then checks in a
+// later statement, at READ COMMITTED, that the key still holds every
+// grant of the token (SessionGrantsMissing), answering as a request for
+// grants the key lacks does when it does not.
 func (s *Store) SessionCreate(ctx context.Context, keyID int64, issued auth.Issued, expiresAt time.Time, grants []auth.Grant) error {
-	return s.inTx(ctx, func(q *db.Queries) error {
+	return s.inTxReadCommitted(ctx, func(q *db.Queries) error {
+		if err := q.SessionKeyShare(ctx, keyID); err != nil {
+			return err
+		}
+		p := grantSets(grants)
+		if len(p.RestaurantIds) > 0 {
+			lost, err := q.SessionGrantsMissing(ctx, db.SessionGrantsMissingParams{ScopeSets: p.ScopeSets,
+				SetIndexes: p.SetIndexes, RestaurantIds: p.RestaurantIds, KeyID: keyID})
+			switch {
+			case err != nil:
+				return err
+			case lost.RestaurantsLost > 0:
+				return apperr.ErrNotFound
+			case lost.ScopesLost > 0:
+				return apperr.New(apperr.Forbidden, "The key does not hold the requested scopes for the requested restaurant(s).")
+			}
+		}
 		if err := q.SessionDeleteExpired(ctx, keyID); err != nil {
 			return err
 		}
@@ -25,10 +50,9 @@ func (s *Store) SessionCreate(ctx context.Context, keyID int64, issued auth.Issu
 		if err != nil {
 			return err
 		}
-		if len(grants) == 0 {
+		if len(p.RestaurantIds) == 0 {
 			return nil
 		}
-		p := grantSets(grants)
 		p.SessionID = id
 		return q.SessionGrantSetsAdd(ctx, p)
 	})

@@ -146,6 +146,69 @@ func (q *Queries) SessionGrantSetsAdd(ctx context.Context, arg SessionGrantSetsA
 	return err
 }
 
+const SessionGrantsMissing = `-- name: SessionGrantsMissing :one
+WITH tok AS (
+    SELECT u.restaurant_id,
+           string_to_array(($1::text[])[($2::int[])[u.n]], ',') AS scopes
+    FROM unnest($3::text[]) WITH ORDINALITY AS u(restaurant_id, n)),
+summary AS (
+    SELECT r.restaurant_id, kgs.scopes
+    FROM key_grant_sets kgs
+    CROSS JOIN LATERAL unnest(kgs.restaurant_ids) AS r(restaurant_id)
+    WHERE kgs.key_id = $4),
+has_summary AS (
+    SELECT EXISTS (SELECT 1 FROM key_grant_sets k WHERE k.key_id = $4) AS yes),
+held AS (
+    SELECT tok.scopes AS wanted,
+           CASE WHEN (SELECT yes FROM has_summary) THEN s.scopes ELSE p.scopes END AS scopes
+    FROM tok
+    LEFT JOIN summary s ON s.restaurant_id = tok.restaurant_id
+    LEFT JOIN LATERAL (
+        SELECT array_agg(kg.scope) AS scopes
+        FROM key_grants kg
+        WHERE NOT (SELECT yes FROM has_summary)
+          AND kg.key_id = $4 AND kg.restaurant_id = tok.restaurant_id) p ON true)
+SELECT count(*) FILTER (WHERE held.scopes IS NULL)::bigint AS restaurants_lost,
+       count(*) FILTER (WHERE held.scopes IS NOT NULL AND NOT held.wanted <@ held.scopes)::bigint AS scopes_lost
+FROM held
+`
+
+type SessionGrantsMissingParams struct {
+	ScopeSets     []string
+	SetIndexes    []int32
+	RestaurantIds []string
+	KeyID         int64
+}
+
+type SessionGrantsMissingRow struct {
+	RestaurantsLost int64
+	ScopesLost      int64
+}
+
+// Serves POST /v1/mobile/sessions, after SessionKeyShare: of the token's
+// grants (encoded as for SessionGrantSetsAdd), the restaurants the key
+// no longer holds at all and those on which it no longer holds every
+// scope of the token, so a token is never stored with a grant an
+// ungrant took away while the request ran. Against the key's summary
+// when it has one (key_grant_sets_pkey, prefix key_id: a few rows, each
+// restaurant in one; a key command rebuilds it in the transaction of its
+// change and any other change deletes it), one hash join of the token's
+// restaurants with the summary's whatever the scopes; else pair by pair
+// (key_grants_pkey, prefix key_id, restaurant_id: the few scopes of each
+// restaurant of the token), which only a key whose summary a change by
+// hand deleted pays.
+func (q *Queries) SessionGrantsMissing(ctx context.Context, arg SessionGrantsMissingParams) (SessionGrantsMissingRow, error) {
+	row := q.db.QueryRow(ctx, SessionGrantsMissing,
+		arg.ScopeSets,
+		arg.SetIndexes,
+		arg.RestaurantIds,
+		arg.KeyID,
+	)
+	var i SessionGrantsMissingRow
+	err := row.Scan(&i.RestaurantsLost, &i.ScopesLost)
+	return i, err
+}
+
 const SessionInsert = `-- name: SessionInsert :one
 INSERT INTO mobile_sessions (public_id, token_sha256, key_id, expires_at)
 VALUES ($1, $2, $3, $4)
@@ -170,4 +233,19 @@ func (q *Queries) SessionInsert(ctx context.Context, arg SessionInsertParams) (i
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const SessionKeyShare = `-- name: SessionKeyShare :exec
+SELECT 1 FROM api_keys WHERE id = $1 FOR SHARE
+`
+
+// Serves POST /v1/mobile/sessions, first in its READ COMMITTED
+// transaction: waits for a key command or a change of the key's grants
+// in flight (they lock the key's row FOR NO KEY UPDATE, migration 00043)
+// and holds off those that come later until the token is stored, so
+// SessionGrantsMissing reads the grants as such a change left them and a
+// later `keys ungrant` finds the token. api_keys_pkey.
+func (q *Queries) SessionKeyShare(ctx context.Context, keyID int64) error {
+	_, err := q.db.Exec(ctx, SessionKeyShare, keyID)
+	return err
 }
