@@ -453,6 +453,15 @@ func keyGrantSetsOutsideReadCommitted(t *testing.T, level pgx.TxIsoLevel) {
 // the key command (so with its summary).
 func keyOfTwoRestaurants(t *testing.T, url string) (*store.Store, *pgx.Conn, auth.Issued) {
 	t.Helper()
+	ab := []string{"areas:read", "users:read"}
+	return storeWithKey(t, url, auth.Grant{RestaurantID: "r1", Scopes: ab}, auth.Grant{RestaurantID: "r2", Scopes: ab})
+}
+
+// storeWithKey opens the store on url and a connection of its own, adds
+// the restaurants r1 and r2, and creates a key of grants by the key
+// command (so with its summary).
+func storeWithKey(t *testing.T, url string, grants ...auth.Grant) (*store.Store, *pgx.Conn, auth.Issued) {
+	t.Helper()
 	ctx := context.Background()
 	s, err := store.Open(ctx, url)
 	require.NoError(t, err)
@@ -462,9 +471,8 @@ func keyOfTwoRestaurants(t *testing.T, url string) (*store.Store, *pgx.Conn, aut
 	t.Cleanup(func() { _ = conn.Close(ctx) })
 	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
 	require.NoError(t, err)
-	ab := []string{"areas:read", "users:read"}
 	issued := auth.NewKey()
-	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: ab}, {RestaurantID: "r2", Scopes: ab}})
+	_, err = s.KeyCreate(ctx, issued, "k", nil, grants)
 	require.NoError(t, err)
 	return s, conn, issued
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/foodsafe/foodsafe/internal/apperr"
 	"github.com/foodsafe/foodsafe/internal/auth"
-	"github.com/foodsafe/foodsafe/internal/store"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 )
 
@@ -25,21 +24,11 @@ func TestSessionOpenedDuringAnUngrantIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
+	rw := []string{"areas:read", "areas:write"}
+	s, conn, issued := storeWithKey(t, url, auth.Grant{RestaurantID: "r1", Scopes: rw}, auth.Grant{RestaurantID: "r2", Scopes: rw})
 	other, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close(ctx) })
-	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
-	require.NoError(t, err)
-	rw := []string{"areas:read", "areas:write"}
-	issued := auth.NewKey()
-	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: rw}, {RestaurantID: "r2", Scopes: rw}})
-	require.NoError(t, err)
 	var keyID int64
 	require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, issued.PublicID).Scan(&keyID))
 
@@ -93,21 +82,11 @@ func TestSessionCheckedAgainstAKeyWithoutSummary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
-	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
-	require.NoError(t, err)
-	issued := auth.NewKey()
-	_, err = s.KeyCreate(ctx, issued, "k", nil, []auth.Grant{{RestaurantID: "r1", Scopes: []string{"areas:read", "areas:write"}},
-		{RestaurantID: "r2", Scopes: []string{"areas:read"}}})
-	require.NoError(t, err)
+	s, conn, issued := storeWithKey(t, url, auth.Grant{RestaurantID: "r1", Scopes: []string{"areas:read", "areas:write"}},
+		auth.Grant{RestaurantID: "r2", Scopes: []string{"areas:read"}})
 	var keyID int64
 	require.NoError(t, conn.QueryRow(ctx, `SELECT id FROM api_keys WHERE public_id = $1`, issued.PublicID).Scan(&keyID))
-	_, err = conn.Exec(ctx, `DELETE FROM key_grant_sets WHERE key_id = $1`, keyID)
+	_, err := conn.Exec(ctx, `DELETE FROM key_grant_sets WHERE key_id = $1`, keyID)
 	require.NoError(t, err)
 	open := func(g ...auth.Grant) error {
 		return s.SessionCreate(ctx, keyID, auth.NewToken(), time.Now().Add(time.Hour), g)
