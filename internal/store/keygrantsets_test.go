@@ -53,12 +53,8 @@ func TestKeyLookupReadsScopeSetsNotGrants(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
+	s, conn := storeAndConn(t, url)
+	var err error
 
 	scopes := []string{"areas:read", "deliveries:read", "equipment:read", "suppliers:read", "users:read"}
 	grants := make([]auth.Grant, 300)
@@ -91,12 +87,8 @@ func TestKeyGrantSetsFollowEveryChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
+	s, conn := storeAndConn(t, url)
+	var err error
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		_, err := conn.Exec(ctx, sql, args...)
@@ -463,16 +455,26 @@ func keyOfTwoRestaurants(t *testing.T, url string) (*store.Store, *pgx.Conn, aut
 func storeWithKey(t *testing.T, url string, grants ...auth.Grant) (*store.Store, *pgx.Conn, auth.Issued) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(s.Close)
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close(ctx) })
+	s, conn := storeAndConn(t, url)
+	var err error
 	_, err = conn.Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1'), ('r2')`)
 	require.NoError(t, err)
 	issued := auth.NewKey()
 	_, err = s.KeyCreate(ctx, issued, "k", nil, grants)
 	require.NoError(t, err)
 	return s, conn, issued
+}
+
+// storeAndConn opens the store on url and a connection of its own, both
+// closed when the test ends.
+func storeAndConn(t *testing.T, url string) (*store.Store, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	return s, conn
 }

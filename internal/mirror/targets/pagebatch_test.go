@@ -22,14 +22,7 @@ func TestApplyCollectionAcrossRestaurants(t *testing.T) {
 	ctx := context.Background()
 	for _, spec := range []string{"sqlite", "postgres"} {
 		t.Run(spec, func(t *testing.T) {
-			tg := newSQLiteTarget(t)
-			if spec == "postgres" {
-				var err error
-				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { tg.Close() })
-			}
+			tg := testTarget(t, spec)
 			if err := tg.EnsureCollection(ctx, "temperature-records"); err != nil {
 				t.Fatal(err)
 			}
@@ -109,14 +102,7 @@ func TestApplyCollectionDeletesMoreTombstonesThanAStatementBinds(t *testing.T) {
 	id := func(i int) string { return fmt.Sprintf("t%05d", i) }
 	for _, spec := range []string{"sqlite", "postgres"} {
 		t.Run(spec, func(t *testing.T) {
-			tg := newSQLiteTarget(t)
-			if spec == "postgres" {
-				var err error
-				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { tg.Close() })
-			}
+			tg := testTarget(t, spec)
 			if err := tg.EnsureCollection(ctx, "temperature-records"); err != nil {
 				t.Fatal(err)
 			}
@@ -178,14 +164,7 @@ func TestApplyDeliveriesOfNamedTwiceTypesTheStoredOccurrence(t *testing.T) {
 	}
 	for _, spec := range []string{"sqlite", "postgres"} {
 		t.Run(spec, func(t *testing.T) {
-			tg := newSQLiteTarget(t)
-			if spec == "postgres" {
-				var err error
-				if tg, err = Open(ctx, testdb.EmptyURL(t)); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { tg.Close() })
-			}
+			tg := testTarget(t, spec)
 			var counts map[string]int64
 			if err := tg.Update(ctx, func(p *Page) error {
 				var err error
@@ -225,4 +204,19 @@ func TestApplyDeliveriesOfNamedTwiceTypesTheStoredOccurrence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testTarget is a fresh target of spec: "sqlite" (a file) or "postgres"
+// (an empty database), closed when the test ends.
+func testTarget(t *testing.T, spec string) *Target {
+	t.Helper()
+	if spec != "postgres" {
+		return newSQLiteTarget(t)
+	}
+	tg, err := Open(context.Background(), testdb.EmptyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg
 }
