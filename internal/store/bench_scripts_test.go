@@ -29,6 +29,13 @@ func TestBenchScriptsSetTheStatementsParameters(t *testing.T) {
 		"RecordGet": db.RecordGet, "DeliveryListFirst": db.DeliveryListFirst, "AssetListForRecord": db.AssetListForRecord} {
 		require.Len(t, params[name], placeholders(sql), "%s: parameters named in sql/queries and numbered by sqlc", name)
 	}
+	// BENCH_WIDEST appends a walk's summed statement to its scripts (widen),
+	// under the same -D variables: it must take the same parameters, and
+	// the service passes them in the same order (pgrows.walkRowsInto).
+	for plain, summed := range map[string]string{"RecordWalkFirstPage": db.RecordWalkFirstPageSummed, "RecordWalkPage": db.RecordWalkPageSummed} {
+		require.Equal(t, params[plain], params[plain+"Summed"], "%sSummed: %s's parameters, in its order", plain, plain)
+		require.Len(t, params[plain+"Summed"], placeholders(summed), "%sSummed: parameters named and numbered", plain)
+	}
 
 	t.Run("bench-http", func(t *testing.T) {
 		lines := shellLines(t, "bench-http.sh")

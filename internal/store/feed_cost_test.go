@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/foodsafe/foodsafe/internal/store"
+	"github.com/foodsafe/foodsafe/internal/store/internal/db"
 	"github.com/foodsafe/foodsafe/internal/testdb"
 	"github.com/foodsafe/foodsafe/internal/wire"
 )
@@ -22,13 +23,20 @@ import (
 // statements (alone or in a pipeline), round trips (a statement alone or
 // a pipeline) and the rows PostgreSQL returned to pipelined statements
 // (the feed reads streams only in pipelines, and lists them alone);
-// queryRows, the rows returned to statements sent alone.
+// queryRows, the rows returned to statements sent alone. A walk page that
+// a plain walk statement declines (its one row, the sum_bytes marker, says
+// a record of the stream could carry the page past its bytes) is read
+// again by a summed statement: the marker is no record read, so the rows
+// counted leave it out, one for each summed statement.
 type statementCounter struct {
-	statements, roundTrips, rows, queryRows atomic.Int64
+	statements, roundTrips, rows, queryRows, markers atomic.Int64
 }
 
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.statements.Add(1)
+	if summedWalk(d.SQL) {
+		c.queryRows.Add(-1) // the plain statement's marker
+	}
 	c.roundTrips.Add(1)
 	return ctx
 }
@@ -46,6 +54,9 @@ func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ p
 
 func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	c.statements.Add(1)
+	if summedWalk(d.SQL) {
+		c.markers.Add(1)
+	}
 	if d.CommandTag.Select() {
 		c.rows.Add(d.CommandTag.RowsAffected())
 	}
@@ -53,9 +64,14 @@ func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx
 
 func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// summedWalk reports whether sql is a summed walk statement.
+func summedWalk(sql string) bool {
+	return sql == db.RecordWalkPageSummed || sql == db.RecordWalkFirstPageSummed
+}
+
 // take returns the counts since the last call and starts again.
 func (c *statementCounter) take() (statements, roundTrips, rows int) {
-	return int(c.statements.Swap(0)), int(c.roundTrips.Swap(0)), int(c.rows.Swap(0))
+	return int(c.statements.Swap(0)), int(c.roundTrips.Swap(0)), int(c.rows.Swap(0) - c.markers.Swap(0))
 }
 
 // feedPageCost is what one feed page returned and what reading it cost.

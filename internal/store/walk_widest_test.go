@@ -78,25 +78,25 @@ func TestStreamKeepsItsWidestRecord(t *testing.T) {
 	require.EqualValues(t, 7000, *widest(t, st, "areas"))
 }
 
-// walkScans runs a walk statement under EXPLAIN ANALYZE and returns the
-// loops of its two scans of the page's current versions in
-// records_walk_idx, in the statement's order: the one without the byte
-// sum (plain) and the one with it (summed; with no bound its window
-// aggregate is planned away, the output it feeds being unused). The reads
-// of its CTEs (head, pin, bound) are not these. 0 loops is "never
-// executed".
-func walkScans(t *testing.T, st *store.Store, statement string, args ...any) (plain, summed int) {
+// walkPlain runs a plain walk statement (RecordWalkFirstPage,
+// RecordWalkPage) under EXPLAIN ANALYZE and returns the loops of its scan
+// of the page's current versions in records_walk_idx (0: "never
+// executed"; the reads of its CTEs, head, pin and bound, are not this
+// scan), then runs it and reports whether it declined the page: its only
+// row is then the sum_bytes marker.
+func walkPlain(t *testing.T, st *store.Store, statement string, args ...any) (loops int, declined bool) {
 	t.Helper()
+	ctx := context.Background()
 	var out []byte
-	require.NoError(t, st.Pool().QueryRow(context.Background(),
+	require.NoError(t, st.Pool().QueryRow(ctx,
 		`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) `+statement, args...).Scan(&out))
 	var plans []struct{ Plan planNode }
 	require.NoError(t, json.Unmarshal(out, &plans))
-	var loops []int
+	var scans []int
 	var walk func(n planNode)
 	walk = func(n planNode) {
 		if n.NodeType == "Index Scan" && n.IndexName == "records_walk_idx" {
-			loops = append(loops, n.ActualLoops)
+			scans = append(scans, n.ActualLoops)
 		}
 		for _, c := range n.Plans {
 			if c.ParentRelationship != "InitPlan" && c.ParentRelationship != "SubPlan" {
@@ -105,8 +105,21 @@ func walkScans(t *testing.T, st *store.Store, statement string, args ...any) (pl
 		}
 	}
 	walk(plans[0].Plan)
-	require.Len(t, loops, 2, "the statement scans the page's current versions twice: %s", out)
-	return loops[0], loops[1]
+	require.Len(t, scans, 1, "the statement scans the page's current versions once: %s", out)
+	rows, err := st.Pool().Query(ctx, statement, args...)
+	require.NoError(t, err)
+	sums, n := 0, 0
+	for rows.Next() {
+		values, err := rows.Values()
+		require.NoError(t, err)
+		n++
+		if values[len(values)-1] == true {
+			sums++
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.True(t, sums == 0 || sums == 1 && n == 1, "a declined page is the marker alone: %d rows, %d markers", n, sums)
+	return scans[0], sums == 1
 }
 
 type planNode struct {
@@ -117,13 +130,15 @@ type planNode struct {
 	Plans              []planNode `json:"Plans"`
 }
 
-// A walk page of a stream whose largest record times the page's rows
-// stays under the byte bound runs the branch without the byte sum (the
-// one with it is never executed); one of a stream with a record that
-// could fill the bound, or whose largest record is unknown (a stream
-// written before migration 00042 knew it), runs the sum, and the other is
-// never executed. Both statements, first page and pinned page, and a page
-// with no byte bound, which never sums.
+// The plain walk statements return the page of a stream whose largest
+// record times the page's rows stays under the byte bound, with no byte
+// sum in their plan; for a stream with a record that could fill the
+// bound, or whose largest record is unknown (a stream written before
+// migration 00042 knew it), they never execute their scan and return only
+// the sum_bytes marker, and the summed statements (which never decline)
+// read the page bounded by its bytes. Both statements, first page and
+// pinned page, a page with no byte bound, which is never declined, and a
+// stream never written, which has no row to read its size from.
 func TestWalkSumsBytesOnlyWhenARecordCouldReachTheBound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -139,30 +154,68 @@ func TestWalkSumsBytesOnlyWhenARecordCouldReachTheBound(t *testing.T) {
 	widestPut(t, st, "users", "big", 40_000)
 	const bound = int64(1 << 20)
 	maxBytes := bound
-	first := func(c string, rows int32, maxBytes *int64) (int, int) {
-		return walkScans(t, st, db.RecordWalkFirstPage, "r1", c, int64(0), rows, maxBytes)
+	first := func(c string, rows int32, maxBytes *int64) (int, bool) {
+		return walkPlain(t, st, db.RecordWalkFirstPage, "r1", c, int64(0), rows, maxBytes)
 	}
-	pinned := func(c string, rows int32, maxBytes *int64) (int, int) {
+	pinned := func(c string, rows int32, maxBytes *int64) (int, bool) {
 		pin := int64(3)
-		return walkScans(t, st, db.RecordWalkPage, "r1", c, &pin, int64(0), rows, maxBytes)
+		return walkPlain(t, st, db.RecordWalkPage, "r1", c, &pin, int64(0), rows, maxBytes)
 	}
-	for name, run := range map[string]func(string, int32, *int64) (int, int){"first page": first, "pinned page": pinned} {
+	type run struct {
+		loops    int
+		declined bool
+	}
+	for name, plain := range map[string]func(string, int32, *int64) (int, bool){"first page": first, "pinned page": pinned} {
 		// 101 rows of at most 100 bytes: far under 1 MiB.
-		plain, summed := run("areas", 101, &maxBytes)
-		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, small records: plain scan run, summed never", name)
+		loops, declined := plain("areas", 101, &maxBytes)
+		require.Equal(t, run{1, false}, run{loops, declined}, "%s, small records: the page, unsummed", name)
 		// 101 rows of up to 40,000 bytes could reach 1 MiB.
-		plain, summed = run("users", 101, &maxBytes)
-		require.Equal(t, [2]int{0, 1}, [2]int{plain, summed}, "%s, a large record: summed scan run, plain never", name)
+		loops, declined = plain("users", 101, &maxBytes)
+		require.Equal(t, run{0, true}, run{loops, declined}, "%s, a large record: declined, nothing scanned", name)
 		// 26 rows of up to 40,000 bytes stay under it (26 x 40,000 < 1 MiB).
-		plain, summed = run("users", 26, &maxBytes)
-		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, a large record but few rows", name)
-		plain, summed = run("users", 101, nil)
-		require.Equal(t, [2]int{1, 0}, [2]int{plain, summed}, "%s, no byte bound", name)
+		loops, declined = plain("users", 26, &maxBytes)
+		require.Equal(t, run{1, false}, run{loops, declined}, "%s, a large record but few rows", name)
+		loops, declined = plain("users", 101, nil)
+		require.Equal(t, run{1, false}, run{loops, declined}, "%s, no byte bound", name)
+		loops, declined = plain("products", 101, &maxBytes)
+		require.Equal(t, run{1, false}, run{loops, declined}, "%s, a stream never written", name)
 	}
 	_, err = st.Pool().Exec(ctx, `UPDATE collection_streams SET max_record_bytes = NULL WHERE collection = 'areas'`)
 	require.NoError(t, err)
-	plain, summed := first("areas", 101, &maxBytes)
-	require.Equal(t, [2]int{0, 1}, [2]int{plain, summed}, "a stream whose largest record is unknown sums")
+	loops, declined := first("areas", 101, &maxBytes)
+	require.Equal(t, run{0, true}, run{loops, declined}, "a stream whose largest record is unknown is summed")
+
+	// The summed statements never decline, and cut a page by its bytes:
+	// of three records of 100 bytes and one of 40,000, under a bound of
+	// 150, the rows up to the one reaching it (the second) and one more
+	// are sent, and the large one is not.
+	small := int64(150)
+	q := db.New(st.Pool())
+	firstRows, err := q.RecordWalkFirstPageSummed(ctx, db.RecordWalkFirstPageSummedParams{RestaurantID: "r1", Collection: "users",
+		MaxRows: 101, MaxBytes: &small})
+	require.NoError(t, err)
+	pin := int64(4)
+	pinnedRows, err := q.RecordWalkPageSummed(ctx, db.RecordWalkPageSummedParams{RestaurantID: "r1", Collection: "users",
+		Pinned: &pin, MaxRows: 101, MaxBytes: &small})
+	require.NoError(t, err)
+	for name, ids := range map[string][]string{"first page": recordIDs(firstRows), "pinned page": recordIDs(pinnedRows)} {
+		require.Equal(t, []string{"u00", "u01", "u02"}, ids, "%s, summed", name)
+	}
+	for _, r := range firstRows {
+		require.False(t, r.SumBytes)
+	}
+	for _, r := range pinnedRows {
+		require.False(t, r.SumBytes)
+	}
+}
+
+// recordIDs are the record ids of a summed walk statement's rows.
+func recordIDs[R db.RecordWalkFirstPageSummedRow | db.RecordWalkPageSummedRow](rows []R) []string {
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, db.RecordWalkPageSummedRow(r).RecordID)
+	}
+	return ids
 }
 
 // A walk of a stream of small records (each page takes the branch without

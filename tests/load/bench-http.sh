@@ -27,12 +27,20 @@
 # writers use 8 of them).
 #
 # Usage: make bench-http [DURATION=10s] [CONNECTIONS=16] [POOL=n|default]
-#   [BENCH_ROWS="words"] [BENCH_DB=name] [ENCODING=gzip|zstd]
+#   [BENCH_ROWS="words"] [BENCH_DB=name] [BENCH_WIDEST=bytes] [ENCODING=gzip|zstd]
 # BENCH_ROWS runs only the rows whose label contains one of the words
 # (e.g. BENCH_ROWS="deliveries walk" or BENCH_ROWS=ingest, or
 # BENCH_ROWS=batch for batch ingest alone); default all.
 # BENCH_DB names the database (default foodsafe_bench_http, dropped
 # first), so two runs on one server do not drop each other's.
+# BENCH_WIDEST=bytes records every stream's largest record as that size
+# instead of its own (the rows stay small): with a size whose 101 rows
+# could reach the 4 MiB page bound (say 100000), the walks take the path
+# of a stream that holds a large record, where the service reads each
+# page with the summed walk statement (after the plain one declines it,
+# in a checkout that has them), and pgbench runs both statements, as
+# one transaction of two, as the data statement (the bare stack is not
+# run on those rows: it runs one statement).
 # ENCODING makes every request accept that coding (Accept-Encoding), as
 # browsers and most HTTP clients do: answers above the compression
 # threshold come compressed (the bare stack never compresses). Without
@@ -52,6 +60,7 @@ command -v pgbench >/dev/null || { echo "pgbench is not installed (apt-get insta
 
 ADMIN_URL=${BENCH_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 BENCH_DB=${BENCH_DB:-foodsafe_bench_http}
+[[ ${BENCH_WIDEST:-0} =~ ^[0-9]+$ ]] || { echo "BENCH_WIDEST must be a number of bytes" >&2; exit 2; }
 [[ $BENCH_DB =~ ^[a-z_][a-z0-9_]*$ ]] || { echo "BENCH_DB must be a plain lower-case name" >&2; exit 2; }
 export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/$BENCH_DB?sslmode=disable
 psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" >/dev/null
@@ -97,8 +106,9 @@ DO \$\$ BEGIN
   IF EXISTS (SELECT 1 FROM information_schema.columns
              WHERE table_name = 'collection_streams' AND column_name = 'max_record_bytes') THEN
     UPDATE collection_streams s
-    SET max_record_bytes = (SELECT COALESCE(max(octet_length(r.data::text)), 0) FROM records r
-                            WHERE r.restaurant_id = s.restaurant_id AND r.collection = s.collection);
+    SET max_record_bytes = COALESCE(${BENCH_WIDEST:-NULL},
+                                    (SELECT COALESCE(max(octet_length(r.data::text)), 0) FROM records r
+                                     WHERE r.restaurant_id = s.restaurant_id AND r.collection = s.collection));
   END IF;
 END \$\$;
 INSERT INTO asset_uploads VALUES ('r1', 'drive-files', 'file-1', 'plan.pdf', '$(printf 'ab%.0s' $(seq 32))', 'application/pdf', 1, 1700000000000, 'seed-file-1');
@@ -233,12 +243,15 @@ row() { # label path data-script key+data-script vars...
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
   # The bare stack runs the data statement (/v1/restaurants has none: its
-  # answer comes from the cached key).
-  if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
+  # answer comes from the cached key; a data script of two, BENCH_WIDEST's
+  # walks, is not run on it).
+  local bare=$data
+  [ -n "$data" ] && [ "$(grep -c ';[[:space:]]*$' "$data")" -gt 1 ] && bare=
+  if [ -n "$bare" ]; then barerun "$data" "$path" "$@"; fi
   printf '%-42s %9s %8s %8s %9s %10s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$svcu" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
   # The bare stack's own ratio to the statement, then the service's to the bare stack.
-  if [ -n "$data" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
+  if [ -n "$bare" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
 }
@@ -250,9 +263,19 @@ script "$work/get.sql" RecordGet; script "$work/get+key.sql" KeyAuthLookup Recor
 row "single record" /v1/restaurants/r1/collections/areas/records/area-777 "$work/get.sql" "$work/get+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D record_id=area-777
 
+# widen NAME FILE...: with BENCH_WIDEST, appends NAME's summed statement
+# to the scripts, when this checkout has one: a walk page of such a stream
+# runs NAME (which declines it), then that.
+widen() {
+  local q=$1 f; shift
+  [ -n "${BENCH_WIDEST:-}" ] && grep -q "^-- name: ${q}Summed " sql/queries/records.sql || return 0
+  for f in "$@"; do sql "${q}Summed" >>"$f"; done
+}
 # max_bytes is serve's FOODSAFE_MAX_PAGE_BYTES (4 MiB): a page of small
-# records never reaches it, but the statement sums the bytes it sends.
+# records never reaches it, and its statement reads the page unsummed
+# (unless BENCH_WIDEST says a record could).
 script "$work/walk1.sql" RecordWalkFirstPage; script "$work/walk1+key.sql" KeyAuthLookup RecordWalkFirstPage
+widen RecordWalkFirstPage "$work/walk1.sql" "$work/walk1+key.sql"
 row "walk, first page of 100" "/v1/restaurants/r1/collections/areas/records?limit=100" "$work/walk1.sql" "$work/walk1+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D after_sequence=0 -D max_rows=101 -D max_bytes=4194304
 
@@ -264,6 +287,7 @@ want "walk, page 501" && cursor=$(curl -fs -H "Authorization: Bearer $KEY" "$BAS
     sed -E 's/.*"nextCursor":"([^"]+)".*/\1/')
 done
 script "$work/walkm.sql" RecordWalkPage; script "$work/walkm+key.sql" KeyAuthLookup RecordWalkPage
+widen RecordWalkPage "$work/walkm.sql" "$work/walkm+key.sql"
 row "walk, page 501 of 1,000 (limit 100)" "/v1/restaurants/r1/collections/areas/records?limit=100&cursor=$cursor" "$work/walkm.sql" "$work/walkm+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D pinned="$N" -D after_sequence="$SEQ_MID" -D max_rows=101 -D max_bytes=4194304
 

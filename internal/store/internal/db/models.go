@@ -112,6 +112,7 @@ type Blob struct {
 type CollectionStream struct {
 	RestaurantID string
 	Collection   string
+	// The stream's last position: ingest raises it in the transaction that writes the version at it, holding the row locked until it commits, and positions are gapless, so a snapshot sees every position up to it and none beyond. A walk's first page pins here (the walk statements read it with max_record_bytes, one probe of collection_streams_pkey).
 	LastSequence int64
 	// receivedAt (epoch ms) of the change at last_sequence; the floor of the next change's receivedAt, so receivedAt never decreases along the stream.
 	LastReceivedAt int64
@@ -119,7 +120,7 @@ type CollectionStream struct {
 	ChangedXact int64
 	// changed_xact / 1024, kept by PostgreSQL: what the listing indexes key instead of changed_xact, so that an update keeps its index entries (HOT) unless 1,024 transactions passed since the stream's last write.
 	ChangedEpoch *int64
-	// Bytes of the largest record version (octet_length of its data as text) written to the stream, never lowered; NULL: unknown. The walk statements skip their byte sum when the page's rows times this stay under the page's byte bound.
+	// Bytes of the largest record version (octet_length of its data as text) written to the stream, never lowered; NULL: unknown. The walk statements return a page without summing its bytes when its rows times this stay under the page's byte bound, and otherwise a marker on which the service runs their summed statements.
 	MaxRecordBytes *int64
 }
 

@@ -365,43 +365,29 @@ func (q *Queries) RecordUpsertCurrent(ctx context.Context, arg RecordUpsertCurre
 
 const RecordWalkFirstPage = `-- name: RecordWalkFirstPage :many
 WITH head AS (
-    SELECT COALESCE((SELECT r.sequence FROM records r
-                     WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-                     ORDER BY r.sequence DESC
-                     LIMIT 1),
-                    0)::bigint AS h,
-           (SELECT s.max_record_bytes FROM collection_streams s
-            WHERE s.restaurant_id = $1 AND s.collection = $2) AS widest
+    SELECT COALESCE(max(s.last_sequence), 0)::bigint AS h, max(s.max_record_bytes) AS widest,
+           count(*) = 0 AS unwritten
+    FROM collection_streams s
+    WHERE s.restaurant_id = $1 AND s.collection = $2
+), gate AS (
+    SELECT head.h, head.h <= $3::bigint AS empty,
+           (COALESCE(head.widest * $4::integer < $5::bigint, head.unwritten)
+            OR $5::bigint IS NULL) AS narrow
+    FROM head
 )
-(SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-        r.captured_at, r.received_at, r.source_version, r.payload_version
+(SELECT (SELECT h FROM gate)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+        r.captured_at, r.received_at, r.source_version, r.payload_version, false AS sum_bytes
  FROM records r
  WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
    AND r.sequence > $3
-   AND r.sequence <= (SELECT h FROM head)
-   AND COALESCE((SELECT widest FROM head) * $4::integer
-                < COALESCE($5::bigint, 9223372036854775807), false)
+   AND r.sequence <= (SELECT h FROM gate)
+   AND (SELECT narrow FROM gate)
  ORDER BY r.sequence
  LIMIT $4)
 UNION ALL
-(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
-        w.captured_at, w.received_at, w.source_version, w.payload_version
- FROM (SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-              r.captured_at, r.received_at, r.source_version, r.payload_version,
-              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
-       FROM records r
-       WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-         AND r.sequence > $3
-         AND r.sequence <= (SELECT h FROM head)
-         AND NOT COALESCE((SELECT widest FROM head) * $4::integer
-                         < COALESCE($5::bigint, 9223372036854775807), false)
-       ORDER BY r.sequence
-       LIMIT $4) w
- WHERE w.before_previous IS NULL OR w.before_previous < $5::bigint OR $5::bigint IS NULL)
-UNION ALL
-(SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
- FROM head
- WHERE head.h <= $3)
+(SELECT gate.h, ''::text, gate.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, NOT gate.narrow
+ FROM gate
+ WHERE gate.empty OR NOT gate.narrow)
 `
 
 type RecordWalkFirstPageParams struct {
@@ -423,6 +409,7 @@ type RecordWalkFirstPageRow struct {
 	ReceivedAt     int64
 	SourceVersion  *string
 	PayloadVersion int32
+	SumBytes       bool
 }
 
 // Serves the first page of a walk (no cursor) and of a changes walk:
@@ -430,21 +417,21 @@ type RecordWalkFirstPageRow struct {
 // The versions superseded after the pin (branch 2 there) are those with
 // superseded_by in (H, H], which is empty, so it reads records alone:
 //  1. current versions with sequence in (after, H]: one range scan of
-//     records_walk_idx, stopped by LIMIT, and bounded by max_bytes as
-//     RecordWalkPage's branch 1 is: written twice, without and with the
-//     running sum, and only one runs, chosen by the stream's largest
-//     record (collection_streams_pkey) as there;
+//     records_walk_idx, stopped by LIMIT, run only when no page of the
+//     stream can reach max_bytes, as in RecordWalkPage;
 //  2. only when (after, H] is empty: the marker row of RecordWalkPage,
-//     carrying H.
+//     carrying H; or, when a page could reach max_bytes, the marker with
+//     sum_bytes true, on which the caller runs RecordWalkFirstPageSummed.
 //
 // GET /v1/records reads the first page of each stream it reaches with it,
 // many streams in one pipeline (db.FeedReads).
 // It is what a polling partner runs most (a changes walk that finds
 // nothing, or a page of what changed), and without the history branch
 // and the pin's parameter the executor sets up and evaluates about half
-// the plan nodes on every execution. The head is read as in
-// RecordWalkPage, and the same `restaurant_id = $1 COLLATE "C"` keeps the
-// scan on records_walk_idx.
+// the plan nodes on every execution. The head and the stream's largest
+// record are read as in RecordWalkPage (collection_streams_pkey, one
+// probe), and the same `restaurant_id = $1 COLLATE "C"` keeps the scan on
+// records_walk_idx.
 func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPageParams) ([]RecordWalkFirstPageRow, error) {
 	rows, err := q.db.Query(ctx, RecordWalkFirstPage,
 		arg.RestaurantID,
@@ -471,6 +458,96 @@ func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPa
 			&i.ReceivedAt,
 			&i.SourceVersion,
 			&i.PayloadVersion,
+			&i.SumBytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const RecordWalkFirstPageSummed = `-- name: RecordWalkFirstPageSummed :many
+WITH head AS (
+    SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
+                     WHERE s.restaurant_id = $1 AND s.collection = $2),
+                    0)::bigint AS h
+)
+(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
+        w.captured_at, w.received_at, w.source_version, w.payload_version, false AS sum_bytes
+ FROM (SELECT (SELECT h FROM head)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+              r.captured_at, r.received_at, r.source_version, r.payload_version,
+              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
+       FROM records r
+       WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+         AND r.sequence > $3
+         AND r.sequence <= (SELECT h FROM head)
+       ORDER BY r.sequence
+       LIMIT $4) w
+ WHERE w.before_previous IS NULL OR w.before_previous < $5::bigint OR $5::bigint IS NULL)
+UNION ALL
+(SELECT head.h, ''::text, head.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, false
+ FROM head
+ WHERE head.h <= $3)
+`
+
+type RecordWalkFirstPageSummedParams struct {
+	RestaurantID  string
+	Collection    string
+	AfterSequence int64
+	MaxRows       int32
+	MaxBytes      *int64
+}
+
+type RecordWalkFirstPageSummedRow struct {
+	Pinned         int64
+	RecordID       string
+	Sequence       int64
+	MutationID     string
+	Deleted        bool
+	Data           []byte
+	CapturedAt     int64
+	ReceivedAt     int64
+	SourceVersion  *string
+	PayloadVersion int32
+	SumBytes       bool
+}
+
+// Serves the first pages RecordWalkFirstPage declines (its sum_bytes
+// marker): RecordWalkFirstPage with branch 1 bounded by bytes as
+// RecordWalkPageSummed bounds it (a running sum in the index's order).
+// It reads the head itself, on its own snapshot. sum_bytes is always
+// false. collection_streams_pkey (the head), records_walk_idx.
+func (q *Queries) RecordWalkFirstPageSummed(ctx context.Context, arg RecordWalkFirstPageSummedParams) ([]RecordWalkFirstPageSummedRow, error) {
+	rows, err := q.db.Query(ctx, RecordWalkFirstPageSummed,
+		arg.RestaurantID,
+		arg.Collection,
+		arg.AfterSequence,
+		arg.MaxRows,
+		arg.MaxBytes,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordWalkFirstPageSummedRow{}
+	for rows.Next() {
+		var i RecordWalkFirstPageSummedRow
+		if err := rows.Scan(
+			&i.Pinned,
+			&i.RecordID,
+			&i.Sequence,
+			&i.MutationID,
+			&i.Deleted,
+			&i.Data,
+			&i.CapturedAt,
+			&i.ReceivedAt,
+			&i.SourceVersion,
+			&i.PayloadVersion,
+			&i.SumBytes,
 		); err != nil {
 			return nil, err
 		}
@@ -484,70 +561,41 @@ func (q *Queries) RecordWalkFirstPage(ctx context.Context, arg RecordWalkFirstPa
 
 const RecordWalkPage = `-- name: RecordWalkPage :many
 WITH head AS (
+    SELECT COALESCE(max(s.last_sequence), 0)::bigint AS h, max(s.max_record_bytes) AS widest,
+           count(*) = 0 AS unwritten
+    FROM collection_streams s
+    WHERE s.restaurant_id = $1 AND s.collection = $2
+), pin AS (
+    SELECT COALESCE($3::bigint, head.h)::bigint AS p, head.h FROM head
+), bound AS (
     SELECT COALESCE((SELECT r.sequence FROM records r
                      WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-                     ORDER BY r.sequence DESC
+                       AND r.sequence > $4
+                       AND r.sequence <= (SELECT p FROM pin)
+                     ORDER BY r.sequence
+                     OFFSET $5::integer - 1
                      LIMIT 1),
-                    0)::bigint AS h,
-           (SELECT s.max_record_bytes FROM collection_streams s
-            WHERE s.restaurant_id = $1 AND s.collection = $2) AS widest
-), pin AS (
-    SELECT COALESCE($3::bigint, head.h)::bigint AS p, head.h, head.widest FROM head
-), bound AS (
-    SELECT LEAST(COALESCE((SELECT r.sequence FROM records r
-                           WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-                             AND r.sequence > $4
-                             AND r.sequence <= (SELECT p FROM pin)
-                           ORDER BY r.sequence
-                           OFFSET $5::integer - 1
-                           LIMIT 1),
-                          (SELECT p FROM pin)),
-                 (SELECT s.sequence
-                  FROM (SELECT r.sequence,
-                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous,
-                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
-                        FROM records r
-                        WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-                          AND r.sequence > $4
-                          AND r.sequence <= (SELECT p FROM pin)
-                          AND NOT COALESCE((SELECT widest FROM pin) * $5::integer
-                                           < COALESCE($6::bigint, 9223372036854775807), false)
-                        ORDER BY r.sequence
-                        LIMIT $5) s
-                  WHERE s.before >= $6::bigint
-                    AND (s.before_previous IS NULL OR s.before_previous < $6::bigint)
-                  LIMIT 1))::bigint AS b
+                    (SELECT p FROM pin))::bigint AS b
+), gate AS (
+    SELECT (COALESCE(head.widest * $5::integer < $6::bigint, head.unwritten)
+            OR $6::bigint IS NULL) AS narrow
+    FROM head
 )
 (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-        r.captured_at, r.received_at, r.source_version, r.payload_version
+        r.captured_at, r.received_at, r.source_version, r.payload_version, false AS sum_bytes
  FROM records r
  WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
    AND r.sequence > $4
    AND r.sequence <= (SELECT p FROM pin)
-   AND COALESCE((SELECT widest FROM pin) * $5::integer
-                < COALESCE($6::bigint, 9223372036854775807), false)
+   AND (SELECT narrow FROM gate)
  ORDER BY r.sequence
  LIMIT $5)
 UNION ALL
-(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
-        w.captured_at, w.received_at, w.source_version, w.payload_version
- FROM (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
-              r.captured_at, r.received_at, r.source_version, r.payload_version,
-              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
-       FROM records r
-       WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
-         AND r.sequence > $4
-         AND r.sequence <= (SELECT p FROM pin)
-         AND NOT COALESCE((SELECT widest FROM pin) * $5::integer
-                         < COALESCE($6::bigint, 9223372036854775807), false)
-       ORDER BY r.sequence
-       LIMIT $5) w
- WHERE w.before_previous IS NULL OR w.before_previous < $6::bigint OR $6::bigint IS NULL)
-UNION ALL
 (SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
-        h.captured_at, h.received_at, h.source_version, h.payload_version
+        h.captured_at, h.received_at, h.source_version, h.payload_version, false
  FROM record_changes h
- WHERE (SELECT p < h FROM pin)
+ WHERE (SELECT narrow FROM gate)
+   AND (SELECT p < h FROM pin)
    AND $4 < (SELECT b FROM bound)
    AND h.restaurant_id = $1 AND h.collection = $2
    AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
@@ -555,9 +603,9 @@ UNION ALL
        <@ box(point($4 + 1, (SELECT p FROM pin) + 1),
               point((SELECT b FROM bound), (SELECT h FROM pin))))
 UNION ALL
-(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer
- FROM pin
- WHERE pin.p <= $4)
+(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, NOT gate.narrow
+ FROM pin, gate
+ WHERE pin.p <= $4 OR NOT gate.narrow)
 `
 
 type RecordWalkPageParams struct {
@@ -580,15 +628,16 @@ type RecordWalkPageRow struct {
 	ReceivedAt     int64
 	SourceVersion  *string
 	PayloadVersion int32
+	SumBytes       bool
 }
 
 // Serves GET .../collections/{collection}/records: one page of a walk
-// pinned at stream position P (the first page pins the stream's head H,
-// the highest sequence it can see; commit order equals sequence order, so
-// nothing below H is still in flight). A full walk starts at after = 0; a
-// changes walk starts at after = the position its previous walk was pinned
-// at, and so returns exactly the records whose state at P was written
-// after that position, each once. A page is the union of
+// pinned at stream position P (the first page pins the stream's head H;
+// a page pinned earlier, P < H, is this statement, and a page with no pin
+// is RecordWalkFirstPage). A full walk starts at after = 0; a changes walk
+// starts at after = the position its previous walk was pinned at, and so
+// returns exactly the records whose state at P was written after that
+// position, each once. A page is the union of
 //  1. current versions with sequence in (after, P]: one range scan of
 //     records_walk_idx, stopped by LIMIT;
 //  2. the versions as of P of the records changed since P (changed or
@@ -603,12 +652,7 @@ type RecordWalkPageRow struct {
 //     version beyond it would be cut from the page anyway), else P: the
 //     same range of records_walk_idx again, index entries only, read only
 //     when a record changed since P (an aggregate over branch 1 would do,
-//     but no statement on a request path aggregates). When branch 1 is
-//     cut by max_bytes, B is the last row it sent (the one row sent whose
-//     records before it reach max_bytes, the same running sums read again
-//     from the rows' headers: octet_length of json does not detoast), so
-//     a page cut after a few large records is not sent the versions
-//     beyond them, which the caller would cut.
+//     but no statement on a request path aggregates).
 //     The branch runs only when P < H and after < B (one-time filters):
 //     box() orders its corners, so an empty range on either axis would
 //     otherwise turn into another, non-empty one.
@@ -629,37 +673,36 @@ type RecordWalkPageRow struct {
 // in a pipeline of several streams (db.FeedReads).
 // Records created after P are in neither. The caller merges both branches
 // by sequence and keeps the first max_rows, so the statement needs no Sort.
-// Branch 1 is bounded by bytes as well (max_bytes, FOODSAFE_MAX_PAGE_BYTES;
-// NULL: no bound): a row is sent while the data of the rows before the
-// one before it (a running sum in the index's order, no Sort) is under
-// max_bytes, that is the rows of a page that ends with the row reaching
-// max_bytes, and one more, which tells the caller the page is not the
-// last. The rows cut are read in the database (their size) but never
-// sent. The caller cuts the merged page by bytes again, exactly
-// (the versions of branch 2 are bounded here by B, the last row branch 1
-// sent, not by their own bytes).
-// That running sum (a window aggregate over the page's rows) cost a page
-// of small records about a fifth of its rate, so branch 1 is written
-// twice, and one-time filters run exactly one of them (the other is
-// "never executed"): the plain range scan when no page of the stream can
-// reach max_bytes, that is when max_rows times the stream's largest
-// record version (collection_streams.max_record_bytes, which ingest
-// raises in the transaction that writes a version; read here in the
-// statement's own snapshot, so a record grown since is counted) is under
-// max_bytes, or max_bytes is NULL; the summed one otherwise, or when the
-// largest is unknown (NULL). No bound is compared as the largest bigint,
-// not tested with IS NULL, so that a plan made for a NULL max_bytes
-// keeps both scans (a constant filter would replace the summed one by an
-// empty relation that the window aggregate then sorts). The versions of branch 2 and the rows
-// bound's sum reads are written no later than P, so that largest bounds
-// them too, and bound's sum is filtered off with the plain scan.
-// The service runs it for pages with a pin; a page without one (P = H, so
-// branch 2 is empty) runs RecordWalkFirstPage, this statement without it.
-// The head is read as ORDER BY sequence DESC LIMIT 1, one backward probe of
-// records_walk_idx: written as max(), a planner without statistics (a
-// never-ANALYZEd table) aggregates the stream's whole index range instead.
-// The stream's largest record is read by collection_streams_pkey, one
-// probe (the table's only index on both columns without a collation).
+// Pages are bounded by bytes as well (max_bytes, FOODSAFE_MAX_PAGE_BYTES;
+// NULL: no bound), but a running sum of the rows' bytes (a window
+// aggregate) costs a page of small records about a fifth of its rate, and
+// even unexecuted, a summed branch costs its executor setup on every
+// execution. So this statement never sums: it returns the page only when
+// no page of the stream can reach max_bytes, that is when max_rows times
+// the stream's largest record version (collection_streams.max_record_bytes,
+// which ingest raises in the transaction that writes a version, so this
+// snapshot counts a record grown since) stays under max_bytes, or
+// max_bytes is NULL (gate.narrow). Otherwise, or when the largest is
+// unknown (NULL, a stream last grown before migration 00042), branches 1
+// and 2 are off (one-time filters) and it returns only a marker row with
+// sum_bytes true, and the caller runs RecordWalkPageSummed, which bounds
+// the page by its bytes. The versions of branch 2 are written no later
+// than P, so that largest bounds them too. sum_bytes is false on every
+// other row. (gate follows bound only so that the parameters are
+// numbered as in RecordWalkPageSummed.)
+// The head H and the largest record come from the stream's row, one probe
+// of collection_streams_pkey: ingest raises last_sequence in the
+// transaction that writes the version at it, holding the row locked until
+// it commits, and positions are gapless (RecordApplyChange), so every
+// position up to the last_sequence this snapshot sees is committed and
+// visible, and none above it is. (H was the newest position in records,
+// a backward probe of records_walk_idx: the same position, and a second
+// probe; the two probes cost a page of small records about a tenth of
+// its rate.) The row is read through an aggregate, which makes the one
+// row of a stream without a row (H = 0, no record: unwritten, nothing to
+// sum): the primary key matches at most one row, so it aggregates one
+// row whatever the statistics, and on Citus the whole statement still
+// routes to the restaurant's shard.
 // Every read of records says `restaurant_id = $1 COLLATE "C"`: records_walk_idx
 // compares restaurant_id under "C" (migration 00006), so it is the only
 // index matching these clauses, and lookups by record id, which do not name
@@ -694,6 +737,147 @@ func (q *Queries) RecordWalkPage(ctx context.Context, arg RecordWalkPageParams) 
 			&i.ReceivedAt,
 			&i.SourceVersion,
 			&i.PayloadVersion,
+			&i.SumBytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const RecordWalkPageSummed = `-- name: RecordWalkPageSummed :many
+WITH head AS (
+    SELECT COALESCE((SELECT s.last_sequence FROM collection_streams s
+                     WHERE s.restaurant_id = $1 AND s.collection = $2),
+                    0)::bigint AS h
+), pin AS (
+    SELECT COALESCE($3::bigint, head.h)::bigint AS p, head.h FROM head
+), bound AS (
+    SELECT LEAST(COALESCE((SELECT r.sequence FROM records r
+                           WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+                             AND r.sequence > $4
+                             AND r.sequence <= (SELECT p FROM pin)
+                           ORDER BY r.sequence
+                           OFFSET $5::integer - 1
+                           LIMIT 1),
+                          (SELECT p FROM pin)),
+                 (SELECT s.sequence
+                  FROM (SELECT r.sequence,
+                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous,
+                               sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+                        FROM records r
+                        WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+                          AND r.sequence > $4
+                          AND r.sequence <= (SELECT p FROM pin)
+                        ORDER BY r.sequence
+                        LIMIT $5) s
+                  WHERE s.before >= $6::bigint
+                    AND (s.before_previous IS NULL OR s.before_previous < $6::bigint)
+                  LIMIT 1))::bigint AS b
+)
+(SELECT w.pinned, w.record_id, w.sequence, w.mutation_id, w.deleted, w.data,
+        w.captured_at, w.received_at, w.source_version, w.payload_version, false AS sum_bytes
+ FROM (SELECT (SELECT p FROM pin)::bigint AS pinned, r.record_id, r.sequence, r.mutation_id, r.deleted, r.data,
+              r.captured_at, r.received_at, r.source_version, r.payload_version,
+              sum(octet_length(r.data::text)) OVER (ORDER BY r.sequence ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS before_previous
+       FROM records r
+       WHERE r.restaurant_id = $1 COLLATE "C" AND r.collection = $2
+         AND r.sequence > $4
+         AND r.sequence <= (SELECT p FROM pin)
+       ORDER BY r.sequence
+       LIMIT $5) w
+ WHERE w.before_previous IS NULL OR w.before_previous < $6::bigint OR $6::bigint IS NULL)
+UNION ALL
+(SELECT (SELECT p FROM pin)::bigint AS pinned, h.record_id, h.sequence, h.mutation_id, h.deleted, h.data,
+        h.captured_at, h.received_at, h.source_version, h.payload_version, false
+ FROM record_changes h
+ WHERE (SELECT p < h FROM pin)
+   AND $4 < (SELECT b FROM bound)
+   AND h.restaurant_id = $1 AND h.collection = $2
+   AND h.superseded_by IS NOT NULL AND h.compacted_at IS NULL
+   AND point(h.sequence, h.superseded_by)
+       <@ box(point($4 + 1, (SELECT p FROM pin) + 1),
+              point((SELECT b FROM bound), (SELECT h FROM pin))))
+UNION ALL
+(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, false
+ FROM pin
+ WHERE pin.p <= $4)
+`
+
+type RecordWalkPageSummedParams struct {
+	RestaurantID  string
+	Collection    string
+	Pinned        *int64
+	AfterSequence int64
+	MaxRows       int32
+	MaxBytes      *int64
+}
+
+type RecordWalkPageSummedRow struct {
+	Pinned         int64
+	RecordID       string
+	Sequence       int64
+	MutationID     string
+	Deleted        bool
+	Data           []byte
+	CapturedAt     int64
+	ReceivedAt     int64
+	SourceVersion  *string
+	PayloadVersion int32
+	SumBytes       bool
+}
+
+// Serves the pages RecordWalkPage declines (its sum_bytes marker): those
+// of a stream whose largest record version could carry a page to
+// max_bytes. RecordWalkPage's branches, head and pin, with branch 1 bounded
+// by bytes: a row is sent while the data of the rows before the one
+// before it (a running sum in the index's order, no Sort) is under
+// max_bytes, that is the rows of a page that ends with the row reaching
+// max_bytes, and one more, which tells the caller the page is not the
+// last. The rows cut are read in the database (their size) but never
+// sent. B, the end of branch 2's rectangle, is then the last row branch
+// 1 sent when it is cut by max_bytes (the one row sent whose records
+// before it reach max_bytes, the same running sums read again from the
+// rows' headers: octet_length of json does not detoast), so a page cut
+// after a few large records is not sent the versions beyond them, which
+// the caller would cut. The caller cuts the merged page by bytes again,
+// exactly (the versions of branch 2 are bounded here by B, not by their
+// own bytes). It runs on its own snapshot, after RecordWalkPage's: it
+// reads the head itself, and a pinned page's rows depend only on its pin.
+// sum_bytes is always false. Indexes: collection_streams_pkey (the
+// head), records_walk_idx, record_changes_lifetime_idx, as RecordWalkPage.
+func (q *Queries) RecordWalkPageSummed(ctx context.Context, arg RecordWalkPageSummedParams) ([]RecordWalkPageSummedRow, error) {
+	rows, err := q.db.Query(ctx, RecordWalkPageSummed,
+		arg.RestaurantID,
+		arg.Collection,
+		arg.Pinned,
+		arg.AfterSequence,
+		arg.MaxRows,
+		arg.MaxBytes,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordWalkPageSummedRow{}
+	for rows.Next() {
+		var i RecordWalkPageSummedRow
+		if err := rows.Scan(
+			&i.Pinned,
+			&i.RecordID,
+			&i.Sequence,
+			&i.MutationID,
+			&i.Deleted,
+			&i.Data,
+			&i.CapturedAt,
+			&i.ReceivedAt,
+			&i.SourceVersion,
+			&i.PayloadVersion,
+			&i.SumBytes,
 		); err != nil {
 			return nil, err
 		}

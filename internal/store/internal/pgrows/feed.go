@@ -55,27 +55,58 @@ func (r FeedRead) maxBytes() *int64 {
 // FeedReads runs reads as one pipeline (one round trip however many there
 // are) and returns their rows in the same order. Each statement runs on
 // its own snapshot, as it would alone: a walk's pin is what makes its
-// pages agree, not a shared transaction.
+// pages agree, not a shared transaction. The walk pages the plain
+// statements decline (a record of the stream could carry the read to its
+// MaxBytes: RecordWalkPageInto) are read again by the summed statements,
+// in one more pipeline, only when there are any.
 func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows, error) {
 	sender, ok := conn.(batchSender)
 	if !ok {
 		return nil, errors.New("pgrows: FeedReads needs a pool, connection or transaction that pipelines")
 	}
+	out := make([]FeedRows, len(reads))
+	all := make([]int, len(reads))
+	for i := range all {
+		all[i] = i
+	}
+	declined, err := feedBatch(ctx, sender, reads, all, false, out)
+	if err == nil && len(declined) > 0 {
+		if declined, err = feedBatch(ctx, sender, reads, declined, true, out); err == nil && len(declined) > 0 {
+			err = errSummedDeclined
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// feedBatch runs the reads numbered which as one pipeline, the walks by
+// their summed statements when summed, and sets their rows in out. It
+// returns the walks whose plain statement declined the page.
+func feedBatch(ctx context.Context, sender batchSender, reads []FeedRead, which []int, summed bool, out []FeedRows) ([]int, error) {
+	first, page := db.RecordWalkFirstPage, db.RecordWalkPage
+	if summed {
+		first, page = db.RecordWalkFirstPageSummed, db.RecordWalkPageSummed
+	}
 	b := &pgx.Batch{}
-	for _, r := range reads {
-		switch {
+	for _, i := range which {
+		switch r := reads[i]; {
 		case r.Collection == "":
 			b.Queue(db.DeliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
 		case r.Pinned == nil:
-			b.Queue(db.RecordWalkFirstPage, r.RestaurantID, r.Collection, r.After, r.MaxRows, r.maxBytes())
+			b.Queue(first, r.RestaurantID, r.Collection, r.After, r.MaxRows, r.maxBytes())
 		default:
-			b.Queue(db.RecordWalkPage, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows, r.maxBytes())
+			b.Queue(page, r.RestaurantID, r.Collection, r.Pinned, r.After, r.MaxRows, r.maxBytes())
 		}
 	}
 	br := sender.SendBatch(ctx, b)
-	out := make([]FeedRows, len(reads))
-	var firstErr error
-	for i, r := range reads {
+	var (
+		declined []int
+		firstErr error
+	)
+	for _, i := range which {
+		r := reads[i]
 		rows, err := br.Query()
 		if err != nil && rows != nil {
 			rows.Close()
@@ -85,7 +116,12 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 				out[i].Deliveries, out[i].Cut, err = scanDeliveries(rows, nil, max(r.MaxBytes, 0))
 			} else {
 				cut := newWalkCut(r.maxBytes())
-				out[i].Walk, out[i].Cut, err = scanWalkRows(rows, nil, &cut)
+				var sum bool
+				out[i].Walk, sum, err = scanWalkRows(rows, nil, &cut)
+				out[i].Cut = cut.cut
+				if sum {
+					declined = append(declined, i)
+				}
 			}
 		}
 		if err != nil && firstErr == nil {
@@ -95,8 +131,5 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 	if err := br.Close(); err != nil && firstErr == nil {
 		firstErr = err
 	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return out, nil
+	return declined, firstErr
 }

@@ -38,31 +38,55 @@ import (
 //
 // arg.MaxBytes bounds the page by bytes (walkCut): cut reports that rows
 // were left out beyond the bytes, so the page is not the walk's last
-// whatever its count.
+// whatever its count. When the statement declines the page because a
+// record of the stream could carry it to arg.MaxBytes (its sum_bytes
+// marker), RecordWalkPageSummed reads it instead, bounded by bytes in the
+// database: a second round trip for such streams alone, so that a page of
+// small records pays for no running sum (sql/queries/records.sql says
+// what that costs).
 func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkPage, arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkPage, db.RecordWalkPageSummed,
+		arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
 // RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
-// RecordWalkPage: its columns are RecordWalkPage's.
+// RecordWalkPage (RecordWalkFirstPageSummed reads a page it declines):
+// its columns are RecordWalkPage's.
 func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkFirstPage, arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkFirstPage, db.RecordWalkFirstPageSummed,
+		arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
 // walkRowsInto runs a walk statement and appends its rows to items, at
-// most maxBytes of them (nil: no bound).
-func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, maxBytes *int64, sql string, args ...any) ([]db.RecordWalkPageRow, bool, error) {
-	rows, err := conn.Query(ctx, sql, args...)
-	if err != nil {
-		return items, false, err
+// most maxBytes of them (nil: no bound); the statement summed, which
+// takes the same arguments, when the plain one declines the page.
+func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, maxBytes *int64, plain, summed string, args ...any) ([]db.RecordWalkPageRow, bool, error) {
+	n := len(items)
+	for _, sql := range [2]string{plain, summed} {
+		clear(items[n:]) // the plain statement sends the marker alone; no row of it is kept
+		items = items[:n]
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return items, false, err
+		}
+		cut := newWalkCut(maxBytes)
+		var sum bool
+		if items, sum, err = scanWalkRows(rows, items, &cut); err != nil || !sum {
+			return items, cut.cut, err
+		}
 	}
-	cut := newWalkCut(maxBytes)
-	return scanWalkRows(rows, items, &cut)
+	return items, false, errSummedDeclined
 }
 
+// errSummedDeclined: a summed walk statement returned the marker only the
+// plain ones return, which no statement in sql/queries does.
+var errSummedDeclined = errors.New("pgrows: the summed walk statement declined the page")
+
 // scanWalkRows appends the rows of a walk statement's result to items,
-// as far as cut keeps them, and closes it.
-func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) ([]db.RecordWalkPageRow, bool, error) {
+// as far as cut keeps them, and closes it. sum reports the statement's
+// sum_bytes marker (the page is to be read by its summed statement),
+// which is not appended.
+func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) (_ []db.RecordWalkPageRow, sum bool, _ error) {
 	defer rows.Close()
 	var (
 		decode = walkColumnsDecodable(rows.FieldDescriptions())
@@ -84,26 +108,31 @@ func scanWalkRows(rows pgx.Rows, items []db.RecordWalkPageRow, cut *walkCut) ([]
 			if err := decodeWalkRow(i, rows.FieldDescriptions(), raw, &text); err != nil {
 				return items, false, err
 			}
-			items = cut.add(items)
+		} else {
+			if dest == nil {
+				dest = make([]any, 11)
+			}
+			dest[0], dest[1], dest[2], dest[3], dest[4] = &i.Pinned, &i.RecordID, &i.Sequence, &i.MutationID, &i.Deleted
+			dest[5], dest[6], dest[7], dest[8], dest[9] = &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion
+			dest[10] = &i.SumBytes
+			if err := rows.Scan(dest...); err != nil {
+				return items, false, err
+			}
+		}
+		if i.SumBytes {
+			sum = true
+			items = items[:len(items)-1]
 			continue
-		}
-		if dest == nil {
-			dest = make([]any, 10)
-		}
-		dest[0], dest[1], dest[2], dest[3], dest[4] = &i.Pinned, &i.RecordID, &i.Sequence, &i.MutationID, &i.Deleted
-		dest[5], dest[6], dest[7], dest[8], dest[9] = &i.Data, &i.CapturedAt, &i.ReceivedAt, &i.SourceVersion, &i.PayloadVersion
-		if err := rows.Scan(dest...); err != nil {
-			return items, false, err
 		}
 		items = cut.add(items)
 	}
-	return items, cut.cut, rows.Err()
+	return items, sum, rows.Err()
 }
 
 // walkColumns are the types of the walk statements' columns, in order: the
 // ones decodeWalkRow reads. data is json, or jsonb on a table not yet migrated
 // (00013); both are accepted in either wire format.
-var walkColumns = [10][]uint32{
+var walkColumns = [11][]uint32{
 	{pgtype.Int8OID},                  // pinned
 	{pgtype.TextOID},                  // record_id
 	{pgtype.Int8OID},                  // sequence
@@ -114,6 +143,7 @@ var walkColumns = [10][]uint32{
 	{pgtype.Int8OID},                  // received_at
 	{pgtype.TextOID},                  // source_version
 	{pgtype.Int4OID},                  // payload_version
+	{pgtype.BoolOID},                  // sum_bytes
 }
 
 // walkColumnsDecodable reports whether the result's columns are the ones
@@ -165,6 +195,7 @@ func decodeWalkRow(r *db.RecordWalkPageRow, fields []pgconn.FieldDescription, ra
 		r.SourceVersion = &s
 	}
 	r.PayloadVersion = int32(c.int(9, 4))
+	r.SumBytes = c.bool(10)
 	return c.err
 }
 

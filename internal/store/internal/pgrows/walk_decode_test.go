@@ -17,7 +17,7 @@ import (
 // unknown jsonb version. (TestRecordWalkPageIntoAgrees checks what it
 // reads from PostgreSQL itself.)
 func TestWalkRowDecode(t *testing.T) {
-	names := []string{"pinned", "record_id", "sequence", "mutation_id", "deleted", "data", "captured_at", "received_at", "source_version", "payload_version"}
+	names := []string{"pinned", "record_id", "sequence", "mutation_id", "deleted", "data", "captured_at", "received_at", "source_version", "payload_version", "sum_bytes"}
 	fields := func(format int16, data uint32) []pgconn.FieldDescription {
 		f := make([]pgconn.FieldDescription, len(names))
 		for n := range f {
@@ -28,10 +28,10 @@ func TestWalkRowDecode(t *testing.T) {
 	}
 	i8 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 	binaryRow := func() [][]byte {
-		return [][]byte{i8(9), []byte("r"), i8(3), []byte("m"), {1}, []byte(`{"a":1E+2}`), i8(7), i8(8), []byte("4.2"), {0, 0, 0, 2}}
+		return [][]byte{i8(9), []byte("r"), i8(3), []byte("m"), {1}, []byte(`{"a":1E+2}`), i8(7), i8(8), []byte("4.2"), {0, 0, 0, 2}, {1}}
 	}
 	textRow := func() [][]byte {
-		return [][]byte{[]byte("9"), []byte("r"), []byte("3"), []byte("m"), []byte("t"), []byte(`{"a":1E+2}`), []byte("7"), []byte("8"), []byte("4.2"), []byte("2")}
+		return [][]byte{[]byte("9"), []byte("r"), []byte("3"), []byte("m"), []byte("t"), []byte(`{"a":1E+2}`), []byte("7"), []byte("8"), []byte("4.2"), []byte("2"), []byte("t")}
 	}
 	var text pageArena
 	for name, c := range map[string]struct {
@@ -48,7 +48,7 @@ func TestWalkRowDecode(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if r.Pinned != 9 || r.RecordID != "r" || r.Sequence != 3 || r.MutationID != "m" || !r.Deleted || string(r.Data) != `{"a":1E+2}` ||
-			r.CapturedAt != 7 || r.ReceivedAt != 8 || r.SourceVersion == nil || *r.SourceVersion != "4.2" || r.PayloadVersion != 2 {
+			r.CapturedAt != 7 || r.ReceivedAt != 8 || r.SourceVersion == nil || *r.SourceVersion != "4.2" || r.PayloadVersion != 2 || !r.SumBytes {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
@@ -64,6 +64,7 @@ func TestWalkRowDecode(t *testing.T) {
 		"NULL record id":        {pgtype.BinaryFormatCode, pgtype.JSONOID, 1, nil, "column record_id: NULL"},
 		"NULL deleted":          {pgtype.BinaryFormatCode, pgtype.JSONOID, 4, nil, "column deleted: NULL"},
 		"NULL payload version":  {pgtype.BinaryFormatCode, pgtype.JSONOID, 9, nil, "column payload_version: NULL"},
+		"NULL sum_bytes":        {pgtype.BinaryFormatCode, pgtype.JSONOID, 10, nil, "column sum_bytes: NULL"},
 		"short int8":            {pgtype.BinaryFormatCode, pgtype.JSONOID, 2, []byte{0, 1}, "column sequence: 2 bytes for an integer of 8"},
 		"long boolean":          {pgtype.BinaryFormatCode, pgtype.JSONOID, 4, []byte{1, 1}, "column deleted: 2 bytes for a boolean"},
 		"text that is no int":   {pgtype.TextFormatCode, pgtype.JSONOID, 6, []byte("7x"), `column captured_at: strconv.ParseInt: parsing "7x"`},
