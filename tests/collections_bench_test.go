@@ -56,7 +56,8 @@ func seedHistoryNoStatsSQL(b testing.TB, dbURL string, n, updates int) {
 		                      captured_at, received_at, payload_version)
 		  SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		  FROM record_changes WHERE superseded_by IS NULL`, nil},
-		{`INSERT INTO collection_streams SELECT 'r1', 'areas', max(sequence) FROM record_changes`, nil},
+		{`INSERT INTO collection_streams (restaurant_id, collection, last_sequence, max_record_bytes)
+		  SELECT 'r1', 'areas', max(sequence), max(octet_length(data::text)) FROM record_changes`, nil},
 	})
 }
 

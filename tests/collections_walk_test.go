@@ -253,8 +253,13 @@ func seedRecordsNoStatsSQL(t testing.TB, dbURL, restaurant, collection string, n
 		SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		FROM record_changes WHERE restaurant_id = $1 AND collection = $2`, restaurant, collection)
 	require.NoError(t, err)
-	_, err = conn.Exec(ctx, `INSERT INTO collection_streams VALUES ($1, $2, $3)
-		ON CONFLICT (restaurant_id, collection) DO UPDATE SET last_sequence = excluded.last_sequence`, restaurant, collection, n)
+	// The stream's row as ingest keeps it: its position and largest record.
+	_, err = conn.Exec(ctx, `
+		INSERT INTO collection_streams (restaurant_id, collection, last_sequence, max_record_bytes)
+		SELECT $1, $2, $3, COALESCE(max(octet_length(data::text)), 0)
+		FROM record_changes WHERE restaurant_id = $1 AND collection = $2
+		ON CONFLICT (restaurant_id, collection)
+		DO UPDATE SET last_sequence = excluded.last_sequence, max_record_bytes = excluded.max_record_bytes`, restaurant, collection, n)
 	require.NoError(t, err)
 }
 

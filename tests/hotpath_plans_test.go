@@ -179,20 +179,25 @@ func hotPathStatements(t *testing.T, dbURL string, n int) map[string]sentQuery {
 	_, err = st.RecordGet(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))
 	// The walks bounded by bytes as serve bounds them (FOODSAFE_MAX_PAGE_BYTES
-	// is at least 64 KiB; 4 MiB by default).
+	// is at least 64 KiB; 4 MiB by default), of a stream of small records:
+	// the plain statements read them.
+	execSQL(t, dbURL, `UPDATE collection_streams SET max_record_bytes = 100 WHERE restaurant_id = 'r1' AND collection = 'drive-files'`)
 	first, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100, MaxBytes: 4 << 20})
 	require.NoError(t, err)
 	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100, MaxBytes: 4 << 20,
 		Pos: &store.WalkPos{Pinned: first.Pinned, After: 0}})
 	require.NoError(t, err)
 	// The same walks of a stream whose largest record is unknown: the plain
-	// statements decline them, and the summed ones read them.
-	execSQL(t, dbURL, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence) VALUES ('r1', 'drive-files', 0)
-		ON CONFLICT (restaurant_id, collection) DO UPDATE SET max_record_bytes = NULL`)
-	first, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100, MaxBytes: 4 << 20})
+	// statements decline them, and the summed ones read them. (An empty
+	// stream is never declined: with no rows seeded, its position is
+	// raised to 1, a change the walk no longer finds.)
+	execSQL(t, dbURL, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence) VALUES ('r1', 'drive-files', 1)
+		ON CONFLICT (restaurant_id, collection)
+		DO UPDATE SET max_record_bytes = NULL, last_sequence = greatest(collection_streams.last_sequence, 1)`)
+	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100, MaxBytes: 4 << 20})
 	require.NoError(t, err)
 	_, err = st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "drive-files", Limit: 100, MaxBytes: 4 << 20,
-		Pos: &store.WalkPos{Pinned: first.Pinned, After: 0}})
+		Pos: &store.WalkPos{Pinned: max(first.Pinned, 1), After: 0}})
 	require.NoError(t, err)
 	_, err = st.AssetList(ctx, store.RecordKey{RestaurantID: "r1", Collection: "drive-files", RecordID: mid})
 	require.NoError(t, ignoreNotFound(err))

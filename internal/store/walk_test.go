@@ -61,6 +61,22 @@ func TestRecordWalkPageIntoAgrees(t *testing.T) {
 		"changes since 2":      page(nil, 2, 101),
 		"unknown collection":   {RestaurantID: "r1", Collection: "nothing", AfterSequence: 0, MaxRows: 101},
 	}
+	// Bounded by 4,000 bytes, 101 rows of the stream's largest record
+	// (about 40 bytes) could reach the bound: the plain statements decline
+	// these pages and the summed ones read them (the rows, about 340
+	// bytes each as the scan counts them, stay under it). An empty range
+	// is not declined.
+	bound := int64(4000)
+	for name, p := range map[string]db.RecordWalkPageParams{
+		"summed first page":           page(nil, 0, 101),
+		"summed pinned, with history": page(&pin, 0, 101),
+		"summed changes since 2":      page(nil, 2, 101),
+		"bounded empty range":         page(&pin, pin, 101),
+		"bounded beyond the head":     page(nil, 99, 101),
+	} {
+		p.MaxBytes = &bound
+		cases[name] = p
+	}
 	// The scan decodes the columns itself when they have the types it
 	// reads (data as json, or as jsonb before migration 00013 converts a
 	// table), and leaves a column of any other type to pgx.
@@ -102,13 +118,25 @@ func TestRecordWalkPageIntoAgrees(t *testing.T) {
 }
 
 // agree runs one page through the generated scan and the hand-written
-// one, into an empty buffer and after a row a reused buffer held.
+// one, into an empty buffer and after a row a reused buffer held. A page
+// the generated plain statement declines (its sum_bytes marker alone;
+// the cases named "summed") is the generated summed statement's.
 func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 	t.Run(name, func(t *testing.T) {
 		ctx := context.Background()
 		q := db.New(conn)
 		want, err := q.RecordWalkPage(ctx, p)
 		require.NoError(t, err)
+		declined := len(want) == 1 && want[0].SumBytes
+		require.Equal(t, strings.Contains(name, "summed"), declined, "the plain statement declines the summed cases alone: %+v", want)
+		if declined {
+			summed, err := q.RecordWalkPageSummed(ctx, db.RecordWalkPageSummedParams(p))
+			require.NoError(t, err)
+			want = nil
+			for _, r := range summed {
+				want = append(want, db.RecordWalkPageRow(r))
+			}
+		}
 		require.NotEmpty(t, want, "every case yields a row (the marker at least)")
 		got, _, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1))
 		require.NoError(t, err)
@@ -125,9 +153,19 @@ func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 		// Unpinned, the first-page statement returns the same rows, in
 		// its generated scan and in the hand-written one.
 		first := db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID, Collection: p.Collection,
-			AfterSequence: p.AfterSequence, MaxRows: p.MaxRows}
+			AfterSequence: p.AfterSequence, MaxRows: p.MaxRows, MaxBytes: p.MaxBytes}
 		generated, err := q.RecordWalkFirstPage(ctx, first)
 		require.NoError(t, err)
+		if declined {
+			require.Len(t, generated, 1)
+			require.True(t, generated[0].SumBytes, "the first-page statement declines it too")
+			summed, err := q.RecordWalkFirstPageSummed(ctx, db.RecordWalkFirstPageSummedParams(first))
+			require.NoError(t, err)
+			generated = nil
+			for _, r := range summed {
+				generated = append(generated, db.RecordWalkFirstPageRow(r))
+			}
+		}
 		require.Len(t, generated, len(want))
 		for n, r := range generated {
 			require.Equal(t, want[n], db.RecordWalkPageRow(r))

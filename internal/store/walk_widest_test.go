@@ -180,9 +180,16 @@ func TestWalkSumsBytesOnlyWhenARecordCouldReachTheBound(t *testing.T) {
 		loops, declined = plain("products", 101, &maxBytes)
 		require.Equal(t, run{1, false}, run{loops, declined}, "%s, a stream never written", name)
 	}
+	// An empty range is never declined: there is no page to sum, only the
+	// marker carrying the pin (the scan, off, never runs).
+	users := int64(4)
+	loops, declined := walkPlain(t, st, db.RecordWalkFirstPage, "r1", "users", users, int32(101), &maxBytes)
+	require.Equal(t, run{0, false}, run{loops, declined}, "first page, a large record, nothing after the position")
+	loops, declined = walkPlain(t, st, db.RecordWalkPage, "r1", "users", &users, users, int32(101), &maxBytes)
+	require.Equal(t, run{0, false}, run{loops, declined}, "pinned page, a large record, an empty range")
 	_, err = st.Pool().Exec(ctx, `UPDATE collection_streams SET max_record_bytes = NULL WHERE collection = 'areas'`)
 	require.NoError(t, err)
-	loops, declined := first("areas", 101, &maxBytes)
+	loops, declined = first("areas", 101, &maxBytes)
 	require.Equal(t, run{0, true}, run{loops, declined}, "a stream whose largest record is unknown is summed")
 
 	// The summed statements never decline, and cut a page by its bytes:

@@ -14,8 +14,8 @@
 -- gapless; the caller then answers as a replay or a conflict. (A DO NOTHING
 -- there would commit the position without a change.)
 -- It also raises the stream's max_record_bytes when the change is larger
--- than every version before it (the walk statements read it to skip their
--- byte sum), in the same transaction as the change, so no snapshot sees
+-- than every version before it (the walk statements read it to read a
+-- page without a byte sum), in the same transaction as the change, so no snapshot sees
 -- the change without it; the row is the one StreamNextSequence locked,
 -- and it is written again only when the change is the stream's largest.
 -- Indexes: collection_streams_pkey (the position, and its largest
@@ -146,7 +146,7 @@ ON CONFLICT (restaurant_id, collection, record_id) DO UPDATE
 -- On Citus, after RecordUpsertCurrent in the same pipeline: raises the
 -- stream's max_record_bytes to the appended change's size when it is the
 -- largest yet, as RecordApplyChange does in its statement (the walk
--- statements read it to skip their byte sum). One restaurant's rows, so
+-- statements read it to read a page without a byte sum). One restaurant's rows, so
 -- one shard. record_changes_pkey (the change by mutation id),
 -- collection_streams_pkey.
 UPDATE collection_streams s
@@ -189,7 +189,7 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 --      version beyond it would be cut from the page anyway), else P: the
 --      same range of records_walk_idx again, index entries only, read only
 --      when a record changed since P (an aggregate over branch 1 would do,
---      but no statement on a request path aggregates).
+--      but no statement on a request path aggregates a range of records).
 --      The branch runs only when P < H and after < B (one-time filters):
 --      box() orders its corners, so an empty range on either axis would
 --      otherwise turn into another, non-empty one.
@@ -219,26 +219,31 @@ WHERE restaurant_id = sqlc.arg(restaurant_id) AND collection = sqlc.arg(collecti
 -- which ingest raises in the transaction that writes a version, so this
 -- snapshot counts a record grown since) stays under max_bytes, or
 -- max_bytes is NULL (gate.narrow). Otherwise, or when the largest is
--- unknown (NULL, a stream last grown before migration 00042), branches 1
--- and 2 are off (one-time filters) and it returns only a marker row with
--- sum_bytes true, and the caller runs RecordWalkPageSummed, which bounds
--- the page by its bytes. The versions of branch 2 are written no later
--- than P, so that largest bounds them too. sum_bytes is false on every
--- other row. (gate follows bound only so that the parameters are
--- numbered as in RecordWalkPageSummed.)
+-- unknown (NULL: a stream created by a binary older than migration 00042
+-- until migration 00046 measured it), branches 1 and 2 are off (one-time
+-- filters) and it returns only a marker row, with sum_bytes true unless
+-- (after, P] is empty (branch 3's marker: there is no page to sum), and
+-- the caller runs RecordWalkPageSummed, which bounds the page by its
+-- bytes. The versions of branch 2 are written no later than P, so that
+-- largest bounds them too. sum_bytes is false on every other row. (gate
+-- follows bound only so that the parameters are numbered as in
+-- RecordWalkPageSummed.)
 -- The head H and the largest record come from the stream's row, one probe
 -- of collection_streams_pkey: ingest raises last_sequence in the
 -- transaction that writes the version at it, holding the row locked until
 -- it commits, and positions are gapless (RecordApplyChange), so every
 -- position up to the last_sequence this snapshot sees is committed and
 -- visible, and none above it is. (H was the newest position in records,
--- a backward probe of records_walk_idx: the same position, and a second
--- probe; the two probes cost a page of small records about a tenth of
--- its rate.) The row is read through an aggregate, which makes the one
--- row of a stream without a row (H = 0, no record: unwritten, nothing to
--- sum): the primary key matches at most one row, so it aggregates one
--- row whatever the statistics, and on Citus the whole statement still
--- routes to the restaurant's shard.
+-- a backward probe of records_walk_idx: the same position, for a second
+-- probe; docs/performance.md, "Pages of small records without the sum",
+-- gives what the one probe and the summed branch moved out saved.) The
+-- row is read through an aggregate, which makes the one row of a stream
+-- without a row (H = 0, no record: unwritten, nothing to sum): the
+-- primary key matches at most one row, so it aggregates that row
+-- whatever the statistics (no other aggregate is on a request path: over
+-- a range of records_walk_idx, a planner without statistics reads the
+-- stream's whole range), and on Citus the whole statement still routes
+-- to the restaurant's shard.
 -- Every read of records says `restaurant_id = $1 COLLATE "C"`: records_walk_idx
 -- compares restaurant_id under "C" (migration 00006), so it is the only
 -- index matching these clauses, and lookups by record id, which do not name
@@ -289,7 +294,8 @@ UNION ALL
        <@ box(point(sqlc.arg(after_sequence) + 1, (SELECT p FROM pin) + 1),
               point((SELECT b FROM bound), (SELECT h FROM pin))))
 UNION ALL
-(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, NOT gate.narrow
+(SELECT pin.p, ''::text, pin.p, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer,
+        NOT gate.narrow AND pin.p > sqlc.arg(after_sequence)
  FROM pin, gate
  WHERE pin.p <= sqlc.arg(after_sequence) OR NOT gate.narrow);
 
@@ -379,8 +385,9 @@ UNION ALL
 --      records_walk_idx, stopped by LIMIT, run only when no page of the
 --      stream can reach max_bytes, as in RecordWalkPage;
 --   2. only when (after, H] is empty: the marker row of RecordWalkPage,
---      carrying H; or, when a page could reach max_bytes, the marker with
---      sum_bytes true, on which the caller runs RecordWalkFirstPageSummed.
+--      carrying H; or, when a page could reach max_bytes and (after, H] is
+--      not empty, the marker with sum_bytes true, on which the caller
+--      runs RecordWalkFirstPageSummed.
 -- GET /v1/records reads the first page of each stream it reaches with it,
 -- many streams in one pipeline (db.FeedReads).
 -- It is what a polling partner runs most (a changes walk that finds
@@ -411,7 +418,8 @@ WITH head AS (
  ORDER BY r.sequence
  LIMIT sqlc.arg(max_rows))
 UNION ALL
-(SELECT gate.h, ''::text, gate.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer, NOT gate.narrow
+(SELECT gate.h, ''::text, gate.h, ''::text, false, NULL, 0::bigint, 0::bigint, NULL::text, 0::integer,
+        NOT gate.narrow AND NOT gate.empty
  FROM gate
  WHERE gate.empty OR NOT gate.narrow);
 

@@ -45,8 +45,10 @@ func (b *bench) seedFeed(ctx context.Context, n int) (int, error) {
 			       ((g + j) % 5 = 0)::int AS extra
 			FROM generate_series(0, $1::int - 1) g, generate_series(0, 2) j
 		), streams AS (
-			INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
-			SELECT r, c, n + extra, pg_current_xact_id()::text::bigint FROM s
+			INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact, max_record_bytes)
+			SELECT r, c, n + extra, pg_current_xact_id()::text::bigint,
+			       octet_length(json_build_object('name', 'record ' || n || ' of ' || c, 'isDeleted', false)::text) -- record n's, the largest
+			FROM s
 		), recs AS (
 			INSERT INTO records (restaurant_id, collection, record_id, sequence, mutation_id, deleted, data,
 			                     captured_at, received_at, payload_version)

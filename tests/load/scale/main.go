@@ -227,8 +227,8 @@ func (b *bench) seed(ctx context.Context, n int) error {
 	if _, err := b.conn.Exec(ctx, `INSERT INTO restaurants (id) SELECT 'r' || lpad(g::text, 6, '0') FROM generate_series(0, $1::int - 1) g`, n); err != nil {
 		return err
 	}
-	if _, err := b.conn.Exec(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact)
-		SELECT 'r' || lpad(g::text, 6, '0'), s, 10, pg_current_xact_id()::text::bigint
+	if _, err := b.conn.Exec(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, changed_xact, max_record_bytes)
+		SELECT 'r' || lpad(g::text, 6, '0'), s, 10, pg_current_xact_id()::text::bigint, 0
 		FROM generate_series(0, $1::int - 1) g, unnest($2::text[]) s`, n, b.streams); err != nil {
 		return err
 	}
@@ -715,8 +715,11 @@ func (b *bench) seedWalk(ctx context.Context, restaurant, collection string, n i
 		                     captured_at, received_at, payload_version)
 		 SELECT restaurant_id, collection, record_id, sequence, mutation_id, deleted, data, captured_at, received_at, payload_version
 		 FROM record_changes WHERE restaurant_id = $1 AND collection = $2`,
-		`INSERT INTO collection_streams (restaurant_id, collection, last_sequence) VALUES ($1, $2, $3)
-		 ON CONFLICT (restaurant_id, collection) DO UPDATE SET last_sequence = excluded.last_sequence`,
+		`INSERT INTO collection_streams (restaurant_id, collection, last_sequence, max_record_bytes)
+		 SELECT $1, $2, $3, COALESCE(max(octet_length(data::text)), 0)
+		 FROM record_changes WHERE restaurant_id = $1 AND collection = $2
+		 ON CONFLICT (restaurant_id, collection)
+		 DO UPDATE SET last_sequence = excluded.last_sequence, max_record_bytes = excluded.max_record_bytes`,
 	} {
 		args := []any{restaurant, collection, n}
 		if strings.HasPrefix(q, `INSERT INTO restaurants`) {

@@ -83,7 +83,8 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 
 // feedBatch runs the reads numbered which as one pipeline, the walks by
 // their summed statements when summed, and sets their rows in out. It
-// returns the walks whose plain statement declined the page.
+// returns the walks whose statement declined the page (a summed one never
+// does).
 func feedBatch(ctx context.Context, sender batchSender, reads []FeedRead, which []int, summed bool, out []FeedRows) ([]int, error) {
 	first, page := db.RecordWalkFirstPage, db.RecordWalkPage
 	if summed {
