@@ -407,11 +407,17 @@ func (st *feedStream) absorb(r pgrows.FeedRead, rows pgrows.FeedRows) {
 // sent twice).
 func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) ([]feedStream, error) {
 	if reads, of := f.feedPlan(queue); len(reads) > 0 {
+		for i, r := range reads {
+			reads[i].Summed = r.Collection != "" && s.wide.summed(r.RestaurantID, r.Collection, r.MaxRows, byteBound(r.MaxBytes))
+		}
 		results, err := pgrows.FeedReads(ctx, s.pool, reads)
 		if err != nil {
 			return nil, translate(err)
 		}
 		for i, k := range of {
+			if results[i].Declined {
+				s.wide.declined(reads[i].RestaurantID, reads[i].Collection, reads[i].MaxRows, byteBound(reads[i].MaxBytes))
+			}
 			queue[k].absorb(reads[i], results[i])
 		}
 	}

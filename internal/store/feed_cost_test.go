@@ -26,24 +26,38 @@ import (
 // queryRows, the rows returned to statements sent alone. A walk page that
 // a plain walk statement declines (its one row, the sum_bytes marker, says
 // a record of the stream could carry the page past its bytes) is read
-// again by a summed statement: the marker is no record read, so the rows
-// counted leave it out, one for each summed statement.
+// again by a summed statement with the same arguments: the marker is no
+// record read, so the rows counted leave it out (declinedRows).
 type statementCounter struct {
-	statements, roundTrips, rows, queryRows, markers atomic.Int64
+	statements, roundTrips, rows, queryRows atomic.Int64
+	mu                                      sync.Mutex
+	// oneRow are the plain walk reads that returned one row, by their
+	// arguments: a marker if a summed statement follows with the same.
+	oneRow map[string]bool
+	// declinedRows are the markers found, in pipelines and alone.
+	declinedRows, declinedQueryRows int64
 }
 
 func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.statements.Add(1)
-	if summedWalk(d.SQL) {
-		c.queryRows.Add(-1) // the plain statement's marker
-	}
 	c.roundTrips.Add(1)
-	return ctx
+	if c.declinedBefore(d.SQL, d.Args) {
+		c.mu.Lock()
+		c.declinedQueryRows++
+		c.mu.Unlock()
+	}
+	return context.WithValue(ctx, walkArgs{}, d)
 }
 
-func (c *statementCounter) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+// walkArgs keys the statement's start data in its context, for its end.
+type walkArgs struct{}
+
+func (c *statementCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
 	if d.CommandTag.Select() {
 		c.queryRows.Add(d.CommandTag.RowsAffected())
+	}
+	if start, ok := ctx.Value(walkArgs{}).(pgx.TraceQueryStartData); ok {
+		c.walkRead(start.SQL, start.Args, d.CommandTag.RowsAffected())
 	}
 }
 
@@ -54,24 +68,82 @@ func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ p
 
 func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
 	c.statements.Add(1)
-	if summedWalk(d.SQL) {
-		c.markers.Add(1)
+	if c.declinedBefore(d.SQL, d.Args) {
+		c.mu.Lock()
+		c.declinedRows++
+		c.mu.Unlock()
 	}
 	if d.CommandTag.Select() {
 		c.rows.Add(d.CommandTag.RowsAffected())
 	}
+	c.walkRead(d.SQL, d.Args, d.CommandTag.RowsAffected())
 }
 
 func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
-// summedWalk reports whether sql is a summed walk statement.
-func summedWalk(sql string) bool {
-	return sql == db.RecordWalkPageSummed || sql == db.RecordWalkFirstPageSummed
+// walkRead notes a plain walk statement that returned one row.
+func (c *statementCounter) walkRead(sql string, args []any, rows int64) {
+	if (sql != db.RecordWalkPage && sql != db.RecordWalkFirstPage) || rows != 1 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.oneRow == nil {
+		c.oneRow = map[string]bool{}
+	}
+	c.oneRow[sql+argsKey(args)] = true
+}
+
+// declinedBefore reports whether sql is a summed walk statement whose
+// plain statement, with the same arguments, returned one row: its marker.
+func (c *statementCounter) declinedBefore(sql string, args []any) bool {
+	plain := map[string]string{db.RecordWalkPageSummed: db.RecordWalkPage, db.RecordWalkFirstPageSummed: db.RecordWalkFirstPage}[sql]
+	if plain == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := plain + argsKey(args)
+	found := c.oneRow[k]
+	delete(c.oneRow, k)
+	return found
+}
+
+// argsKey is a statement's arguments as text, pointers followed.
+func argsKey(args []any) string {
+	var b strings.Builder
+	for _, a := range args {
+		switch v := a.(type) {
+		case *int64:
+			if v == nil {
+				b.WriteString("nil|")
+				continue
+			}
+			fmt.Fprintf(&b, "%d|", *v)
+		default:
+			fmt.Fprintf(&b, "%v|", v)
+		}
+	}
+	return b.String()
+}
+
+// takeQueryRows returns the rows returned to statements sent alone since
+// the last call, markers left out, and starts again.
+func (c *statementCounter) takeQueryRows() int {
+	c.mu.Lock()
+	declined := c.declinedQueryRows
+	c.declinedQueryRows = 0
+	c.mu.Unlock()
+	return int(c.queryRows.Swap(0) - declined)
 }
 
 // take returns the counts since the last call and starts again.
 func (c *statementCounter) take() (statements, roundTrips, rows int) {
-	return int(c.statements.Swap(0)), int(c.roundTrips.Swap(0)), int(c.rows.Swap(0) - c.markers.Swap(0))
+	c.mu.Lock()
+	declined := c.declinedRows
+	c.declinedRows, c.oneRow = 0, nil
+	c.mu.Unlock()
+	return int(c.statements.Swap(0)), int(c.roundTrips.Swap(0)), int(c.rows.Swap(0) - declined)
 }
 
 // feedPageCost is what one feed page returned and what reading it cost.

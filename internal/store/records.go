@@ -309,7 +309,8 @@ func byteBound(n int64) *int64 {
 // look ahead; at most p.MaxBytes of them, and one more record) and merges
 // its branches. A page with no pin (the first of a
 // walk or of a changes walk) is pinned at the head it reads and runs
-// RecordWalkFirstPage, which says why.
+// RecordWalkFirstPage, which says why. A stream s.wide knows to need the
+// byte sum is read by the summed statement at once.
 func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPageParams) (WalkPage, error) {
 	buf := walkRows.Get().(*[]db.RecordWalkPageRow)
 	var (
@@ -317,13 +318,18 @@ func (s *Store) walkPage(ctx context.Context, limit int, p db.RecordWalkPagePara
 		cut  bool
 		err  error
 	)
+	summed := s.wide.summed(p.RestaurantID, p.Collection, p.MaxRows, p.MaxBytes)
+	var declined bool
 	if p.Pinned == nil {
-		rows, cut, err = pgrows.RecordWalkFirstPageInto(ctx, s.pool, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
-			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows, MaxBytes: p.MaxBytes}, slices.Grow((*buf)[:0], limit+1))
+		rows, cut, declined, err = pgrows.RecordWalkFirstPageInto(ctx, s.pool, db.RecordWalkFirstPageParams{RestaurantID: p.RestaurantID,
+			Collection: p.Collection, AfterSequence: p.AfterSequence, MaxRows: p.MaxRows, MaxBytes: p.MaxBytes}, slices.Grow((*buf)[:0], limit+1), summed)
 	} else {
-		rows, cut, err = pgrows.RecordWalkPageInto(ctx, s.pool, p, slices.Grow((*buf)[:0], limit+1))
+		rows, cut, declined, err = pgrows.RecordWalkPageInto(ctx, s.pool, p, slices.Grow((*buf)[:0], limit+1), summed)
 	}
 	defer putWalkRows(buf, rows) // every row read, before the page is cut to limit
+	if declined {
+		s.wide.declined(p.RestaurantID, p.Collection, p.MaxRows, p.MaxBytes)
+	}
 	if err != nil {
 		return WalkPage{}, translate(err)
 	}

@@ -27,6 +27,9 @@ type Store struct {
 	keys keyCache
 	// unknown remembers public ids that named no key (unknownkeys.go).
 	unknown unknownKeys
+	// wide remembers streams whose walk pages need the byte sum
+	// (widestreams.go).
+	wide wideStreams
 }
 
 // PlannerSettings are set on every connection the service opens (as

@@ -138,12 +138,18 @@ func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 			}
 		}
 		require.NotEmpty(t, want, "every case yields a row (the marker at least)")
-		got, _, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1))
+		got, _, gotDeclined, err := pgrows.RecordWalkPageInto(ctx, conn, p, make([]db.RecordWalkPageRow, 0, 1), false)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+		require.Equal(t, declined, gotDeclined, "declined is reported")
+		// Summed at once (a stream known to need it), the same rows.
+		got, _, gotDeclined, err = pgrows.RecordWalkPageInto(ctx, conn, p, nil, true)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.False(t, gotDeclined)
 
 		held := db.RecordWalkPageRow{RecordID: "held", Sequence: -1}
-		got, _, err = pgrows.RecordWalkPageInto(ctx, conn, p, []db.RecordWalkPageRow{held})
+		got, _, _, err = pgrows.RecordWalkPageInto(ctx, conn, p, []db.RecordWalkPageRow{held}, false)
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
 
@@ -170,9 +176,13 @@ func agree(t *testing.T, conn db.DBTX, name string, p db.RecordWalkPageParams) {
 		for n, r := range generated {
 			require.Equal(t, want[n], db.RecordWalkPageRow(r))
 		}
-		got, _, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, []db.RecordWalkPageRow{held})
+		got, _, gotDeclined, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, []db.RecordWalkPageRow{held}, false)
 		require.NoError(t, err)
 		require.Equal(t, append([]db.RecordWalkPageRow{held}, want...), got)
+		require.Equal(t, declined, gotDeclined)
+		got, _, _, err = pgrows.RecordWalkFirstPageInto(ctx, conn, first, nil, true)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
 	})
 }
 
@@ -323,10 +333,10 @@ func TestRecordWalkPageSendsNoVersionsBeyondItsBytes(t *testing.T) {
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 20)
 		counter.take()
-		counter.queryRows.Swap(0)
+		counter.takeQueryRows()
 		page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: "users", Limit: 10, MaxBytes: 1 << 20, Pos: pos})
 		require.NoError(t, err)
-		sent := int(counter.queryRows.Swap(0))
+		sent := counter.takeQueryRows()
 		for _, e := range page.Records {
 			seen[e.ID]++
 			require.Equal(t, asOfPin[e.ID], e.MutationID, "record %s as of the pin", e.ID)

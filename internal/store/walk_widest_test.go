@@ -282,3 +282,66 @@ func TestWalkOfRecordsThatGrowStaysBounded(t *testing.T) {
 	require.NotNil(t, page.Next)
 	require.Less(t, len(page.Records), records+1)
 }
+
+// A stream whose walk page the plain statement declined is remembered:
+// its later pages run the summed statement alone, one statement instead
+// of two, walk pages and feed reads alike, and come back as they would
+// otherwise; a stream of small records is never summed.
+func TestWalkRemembersStreamsThatNeedTheSum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, counter := openCountedStore(t)
+	_, err := st.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	for i := range 3 {
+		widestPut(t, st, "users", fmt.Sprintf("u%02d", i), 100)
+		widestPut(t, st, "areas", fmt.Sprintf("a%02d", i), 100)
+	}
+	widestPut(t, st, "users", "big", 40_000)
+	// Pages of 2 records and one more: 3 x 40,000 could reach 100,000
+	// bytes, 3 x 100 could not.
+	const budget = 100_000
+	walk := func(c string) (ids []string, statements []int) {
+		var pos *store.WalkPos
+		for {
+			counter.take()
+			page, err := st.RecordWalk(ctx, store.RecordWalkParams{RestaurantID: "r1", Collection: c, Limit: 2, MaxBytes: budget, Pos: pos})
+			require.NoError(t, err)
+			n, _, _ := counter.take()
+			statements = append(statements, n)
+			for _, e := range page.Records {
+				ids = append(ids, e.ID)
+			}
+			if page.Next == nil {
+				return ids, statements
+			}
+			pos = page.Next
+		}
+	}
+	ids, statements := walk("users")
+	require.Equal(t, []string{"u00", "u01", "u02", "big"}, ids)
+	require.Equal(t, []int{2, 1}, statements, "declined once, then summed at once")
+	ids, statements = walk("users")
+	require.Equal(t, []string{"u00", "u01", "u02", "big"}, ids, "a new walk, summed from its first page")
+	require.Equal(t, []int{1, 1}, statements)
+	ids, statements = walk("areas")
+	require.Equal(t, []string{"a00", "a01", "a02"}, ids)
+	require.Equal(t, []int{1, 1}, statements, "small records: the plain statement, never declined")
+
+	// The feed reads a stream the same way: its reads of users, declined
+	// on the first page (one more pipeline), are summed at once after.
+	groups := []store.StreamGroup{{Restaurants: []string{"r1"}, Streams: []string{"users"}}}
+	st2, counter2 := openCountedStore(t)
+	_, err = st2.Pool().Exec(ctx, `INSERT INTO restaurants (id) VALUES ('r1')`)
+	require.NoError(t, err)
+	for i := range 3 {
+		widestPut(t, st2, "users", fmt.Sprintf("u%02d", i), 100)
+	}
+	widestPut(t, st2, "users", "big", 40_000)
+	// Pages of 2 items: a read of 2 or 3 rows of up to 40,000 bytes could
+	// reach 70,000.
+	_, costs := feedCosts(t, st2, counter2, groups, 2, 70_000)
+	again, costsAgain := feedCosts(t, st2, counter2, groups, 2, 70_000)
+	require.Equal(t, []string{"r1/users/u00", "r1/users/u01", "r1/users/u02", "r1/users/big"}, again)
+	require.Greater(t, costs[0].roundTrips, costsAgain[0].roundTrips, "the first page's declined read is summed at once the second time: %+v, %+v", costs, costsAgain)
+}

@@ -32,6 +32,9 @@ type FeedRead struct {
 	// rows a feed page plans from the largest item it has seen would
 	// otherwise be read whole when a stream's records are larger.
 	MaxBytes int64
+	// Summed reads a collection's page with the summed walk statement at
+	// once, for a stream known to need it (RecordWalkPageInto).
+	Summed bool
 }
 
 // FeedRows are the rows of one FeedRead: Walk for a collection, Deliveries
@@ -41,6 +44,9 @@ type FeedRows struct {
 	Walk       []db.RecordWalkPageRow
 	Deliveries []db.Delivery
 	Cut        bool
+	// Declined: the plain walk statement declined the read, and the
+	// summed one read it.
+	Declined bool
 }
 
 // maxBytes is r.MaxBytes as the walk statements take it (NULL: no bound).
@@ -71,6 +77,9 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 	}
 	declined, err := feedBatch(ctx, sender, reads, all, false, out)
 	if err == nil && len(declined) > 0 {
+		for _, i := range declined {
+			out[i].Declined = true
+		}
 		if declined, err = feedBatch(ctx, sender, reads, declined, true, out); err == nil && len(declined) > 0 {
 			err = errSummedDeclined
 		}
@@ -82,17 +91,18 @@ func FeedReads(ctx context.Context, conn db.DBTX, reads []FeedRead) ([]FeedRows,
 }
 
 // feedBatch runs the reads numbered which as one pipeline, the walks by
-// their summed statements when summed, and sets their rows in out. It
-// returns the walks whose statement declined the page (a summed one never
-// does).
+// their summed statements when summed (or when the read says so), and
+// sets their rows in out. It returns the walks whose statement declined
+// the page (a summed one never does).
 func feedBatch(ctx context.Context, sender batchSender, reads []FeedRead, which []int, summed bool, out []FeedRows) ([]int, error) {
-	first, page := db.RecordWalkFirstPage, db.RecordWalkPage
-	if summed {
-		first, page = db.RecordWalkFirstPageSummed, db.RecordWalkPageSummed
-	}
 	b := &pgx.Batch{}
 	for _, i := range which {
-		switch r := reads[i]; {
+		r := reads[i]
+		first, page := db.RecordWalkFirstPage, db.RecordWalkPage
+		if summed || r.Summed {
+			first, page = db.RecordWalkFirstPageSummed, db.RecordWalkPageSummed
+		}
+		switch {
 		case r.Collection == "":
 			b.Queue(db.DeliveryChangesPage, r.RestaurantID, r.After, r.MaxRows)
 		case r.Pinned == nil:

@@ -40,42 +40,54 @@ import (
 // were left out beyond the bytes, so the page is not the walk's last
 // whatever its count. When the statement declines the page because a
 // record of the stream could carry it to arg.MaxBytes (its sum_bytes
-// marker), RecordWalkPageSummed reads it instead, bounded by bytes in the
-// database: a second round trip for such streams alone, so that a page of
-// small records pays for no running sum (sql/queries/records.sql says
-// what that costs).
-func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkPage, db.RecordWalkPageSummed,
+// marker; declined reports it), RecordWalkPageSummed reads it instead,
+// bounded by bytes in the database: a second round trip for such streams
+// alone, so that a page of small records pays for no running sum
+// (sql/queries/records.sql says what that costs). summed runs
+// RecordWalkPageSummed at once, for a stream known to need it.
+func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow, summed bool) (_ []db.RecordWalkPageRow, cut, declined bool, _ error) {
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(db.RecordWalkPage, db.RecordWalkPageSummed, summed),
 		arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
 // RecordWalkFirstPageInto is RecordWalkFirstPage as RecordWalkPageInto is
 // RecordWalkPage (RecordWalkFirstPageSummed reads a page it declines):
 // its columns are RecordWalkPage's.
-func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow) (_ []db.RecordWalkPageRow, cut bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, db.RecordWalkFirstPage, db.RecordWalkFirstPageSummed,
+func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow, summed bool) (_ []db.RecordWalkPageRow, cut, declined bool, _ error) {
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(db.RecordWalkFirstPage, db.RecordWalkFirstPageSummed, summed),
 		arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
-// walkRowsInto runs a walk statement and appends its rows to items, at
-// most maxBytes of them (nil: no bound); the statement summed, which
-// takes the same arguments, when the plain one declines the page.
-func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, maxBytes *int64, plain, summed string, args ...any) ([]db.RecordWalkPageRow, bool, error) {
+// walkStatements are the statements a walk page may run, in order: the
+// plain one, then the summed one should it decline; the summed one alone
+// when summed.
+func walkStatements(plain, summedSQL string, summed bool) []string {
+	if summed {
+		return []string{summedSQL}
+	}
+	return []string{plain, summedSQL}
+}
+
+// walkRowsInto runs the first of a walk's statements and appends its rows
+// to items, at most maxBytes of them (nil: no bound); the next, which
+// takes the same arguments, when one declines the page (declined).
+func walkRowsInto(ctx context.Context, conn db.DBTX, items []db.RecordWalkPageRow, maxBytes *int64, statements []string, args ...any) (_ []db.RecordWalkPageRow, cut, declined bool, _ error) {
 	n := len(items)
-	for _, sql := range [2]string{plain, summed} {
-		clear(items[n:]) // the plain statement sends the marker alone; no row of it is kept
+	for _, sql := range statements {
+		clear(items[n:]) // a declining statement sends its marker alone; no row of it is kept
 		items = items[:n]
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
-			return items, false, err
+			return items, false, declined, err
 		}
-		cut := newWalkCut(maxBytes)
+		c := newWalkCut(maxBytes)
 		var sum bool
-		if items, sum, err = scanWalkRows(rows, items, &cut); err != nil || !sum {
-			return items, cut.cut, err
+		if items, sum, err = scanWalkRows(rows, items, &c); err != nil || !sum {
+			return items, c.cut, declined, err
 		}
+		declined = true
 	}
-	return items, false, errSummedDeclined
+	return items, false, declined, errSummedDeclined
 }
 
 // errSummedDeclined: a summed walk statement returned the marker only the
