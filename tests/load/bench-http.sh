@@ -36,11 +36,11 @@
 # BENCH_WIDEST=bytes records every stream's largest record as that size
 # instead of its own (the rows stay small): with a size whose 101 rows
 # could reach the 4 MiB page bound (say 100000), the walks take the path
-# of a stream that holds a large record, where the service reads each
-# page with the summed walk statement (after the plain one declines it,
-# in a checkout that has them), and pgbench runs both statements, as
-# one transaction of two, as the data statement (the bare stack is not
-# run on those rows: it runs one statement).
+# of a stream that holds a large record. In a checkout that has summed
+# walk statements, the service reads such a stream's pages with them
+# (after the plain one declines its first page, which teaches the server
+# that the stream needs them), so pgbench and the bare stack run the
+# summed statement as the walks' data statement.
 # ENCODING makes every request accept that coding (Accept-Encoding), as
 # browsers and most HTTP clients do: answers above the compression
 # threshold come compressed (the bare stack never compresses). Without
@@ -243,15 +243,12 @@ row() { # label path data-script key+data-script vars...
   tb=$(pgtps "$both" "${KEYVARS[@]}" "$@")
   if [ -n "$data" ]; then td=$(pgtps "$data" "$@"); fi
   # The bare stack runs the data statement (/v1/restaurants has none: its
-  # answer comes from the cached key; a data script of two, BENCH_WIDEST's
-  # walks, is not run on it).
-  local bare=$data
-  [ -n "$data" ] && [ "$(grep -c ';[[:space:]]*$' "$data")" -gt 1 ] && bare=
-  if [ -n "$bare" ]; then barerun "$data" "$path" "$@"; fi
+  # answer comes from the cached key).
+  if [ -n "$data" ]; then barerun "$data" "$path" "$@"; fi
   printf '%-42s %9s %8s %8s %9s %10s %13s (%5.2f) ' "$label" "$rps" "$p50" "$p99" "$dbu" "$svcu" "$tb" "$(echo "$rps / $tb" | bc -l)"
   if [ -n "$data" ]; then printf '%13s (%5.2f)' "$td" "$(echo "$rps / $td" | bc -l)"; else printf '%22s' "-"; fi
   # The bare stack's own ratio to the statement, then the service's to the bare stack.
-  if [ -n "$bare" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
+  if [ -n "$data" ]; then printf ' %13s (%5.2f) %9.2f' "$br" "$(echo "$br / $td" | bc -l)" "$(echo "$rps / $br" | bc -l)"; else printf ' %22s %9s' "-" "-"; fi
   [ "${bad:-0}" != 0 ] && printf '  (%s non-2xx!)' "$bad"
   printf '\n'
 }
@@ -263,13 +260,12 @@ script "$work/get.sql" RecordGet; script "$work/get+key.sql" KeyAuthLookup Recor
 row "single record" /v1/restaurants/r1/collections/areas/records/area-777 "$work/get.sql" "$work/get+key.sql" \
   -D restaurant_id=r1 -D collection=areas -D record_id=area-777
 
-# widen NAME FILE...: with BENCH_WIDEST, appends NAME's summed statement
-# to the scripts, when this checkout has one: a walk page of such a stream
-# runs NAME (which declines it), then that.
+# widen NAME DATA KEY+DATA: with BENCH_WIDEST, makes NAME's summed
+# statement the data statement of the scripts, when this checkout has
+# one: what a walk page of such a stream runs once the server knows it.
 widen() {
-  local q=$1 f; shift
-  [ -n "${BENCH_WIDEST:-}" ] && grep -q "^-- name: ${q}Summed " sql/queries/records.sql || return 0
-  for f in "$@"; do sql "${q}Summed" >>"$f"; done
+  [ -n "${BENCH_WIDEST:-}" ] && grep -q "^-- name: ${1}Summed " sql/queries/records.sql || return 0
+  script "$2" "${1}Summed"; script "$3" KeyAuthLookup "${1}Summed"
 }
 # max_bytes is serve's FOODSAFE_MAX_PAGE_BYTES (4 MiB): a page of small
 # records never reaches it, and its statement reads the page unsummed
