@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -348,6 +349,70 @@ func TestMigrationStreamWidestRecord(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]int64{"areas": int64(len(`{"name":"a long name, superseded"}`)), "users": 0, "deliveries": 0}, got)
+}
+
+// Migration 00046 measures the streams whose largest record is unknown
+// (NULL), as 00042 measured every stream, 0 for one with no version, and
+// leaves a known size as it is. A write into an unknown stream in flight
+// while it runs (the stream's row held, as ingest holds it from
+// StreamNextSequence to its commit, with a larger version added) is waited
+// for and counted: measured on a snapshot from before that commit, the
+// stream would keep a size below its largest record, and its walk pages
+// would skip the byte sum they need.
+func TestMigrationMeasuresUnknownStreamSizes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sqlDB, p := migratedTo(t, 45)
+	_, err := sqlDB.ExecContext(ctx, `INSERT INTO restaurants (id, enabled_at) VALUES ('r1', now())`)
+	require.NoError(t, err)
+	_, err = sqlDB.ExecContext(ctx, `
+		INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256)
+		VALUES ('r1', 'areas', 1, 'a1', 'm1', false, '{"name":"small"}', 1, 1, 1, '\x00'),
+		       ('r1', 'users', 1, 'u1', 'm2', false, '{"name":"a user"}', 1, 1, 1, '\x00')`)
+	require.NoError(t, err)
+	_, err = sqlDB.ExecContext(ctx, `INSERT INTO collection_streams (restaurant_id, collection, last_sequence, max_record_bytes)
+		VALUES ('r1', 'areas', 1, NULL), ('r1', 'users', 1, 7), ('r1', 'products', 0, NULL)`)
+	require.NoError(t, err)
+
+	large := `{"name":"` + strings.Repeat("x", 5000) + `"}`
+	tx, err := sqlDB.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback() //nolint:errcheck // committed below; a rollback after is a no-op
+	_, err = tx.ExecContext(ctx, `UPDATE collection_streams SET last_sequence = last_sequence + 1 WHERE restaurant_id = 'r1' AND collection = 'areas'`)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO record_changes (restaurant_id, collection, sequence, record_id, mutation_id, deleted, data,
+		                            captured_at, received_at, payload_version, request_sha256)
+		VALUES ('r1', 'areas', 2, 'a2', 'm3', false, $1, 1, 1, 1, '\x00')`, large)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.UpTo(ctx, 46)
+		done <- err
+	}()
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute) // a guard against hanging, not a measure
+	defer cancel()
+	for waiting := 0; waiting == 0; {
+		require.NoError(t, sqlDB.QueryRowContext(waitCtx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%max_record_bytes IS NULL%'`).Scan(&waiting),
+			"waiting for the migration to wait for the stream row")
+	}
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-done)
+
+	got := map[string]int64{}
+	rows, err := sqlDB.QueryContext(ctx, `SELECT collection, max_record_bytes FROM collection_streams`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var c string
+		var n int64
+		require.NoError(t, rows.Scan(&c, &n))
+		got[c] = n
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int64{"areas": int64(len(large)), "users": 7, "products": 0}, got)
 }
 
 // Migration 00045 keeps the grants of the tokens open when it runs: each

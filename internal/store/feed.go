@@ -415,7 +415,10 @@ func (s *Store) feedRound(ctx context.Context, f *feedFill, queue []feedStream) 
 			return nil, translate(err)
 		}
 		for i, k := range of {
-			if results[i].Declined {
+			if results[i].Declined && int64(reads[i].MaxBytes) >= int64(f.p.MaxBytes) {
+				// Only a read bounded by the whole page teaches much: one
+				// bounded by what a nearly full page has left declines
+				// streams of ordinary records too.
 				s.wide.declined(reads[i].RestaurantID, reads[i].Collection, reads[i].MaxRows, byteBound(reads[i].MaxBytes))
 			}
 			queue[k].absorb(reads[i], results[i])

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"strconv"
 	"testing"
 
@@ -11,8 +12,8 @@ import (
 // (its bound over its rows, rounded up), which then decides pages of any
 // rows and bound: summed when that size times their rows reaches their
 // bound. A larger lesson raises it, a smaller one never lowers it; pages
-// without a bound are never summed; and the memory never holds more than
-// wideMax streams (a full one forgets them all).
+// without a bound are never summed, whatever the bound; and the memory
+// never holds more than wideMax streams (a full one forgets about half).
 func TestWideStreamsBounded(t *testing.T) {
 	t.Parallel()
 	var w wideStreams
@@ -33,11 +34,18 @@ func TestWideStreamsBounded(t *testing.T) {
 	w.declined("r1", "none", 10, nil)
 	require.NotContains(t, w.m, streamKey{"r1", "none"}, "no rows or no bound teaches nothing")
 
-	for i := range wideMax - 1 {
+	huge := int64(math.MaxInt64)
+	w.declined("r1", "huge", 3, &huge)
+	require.True(t, w.summed("r1", "huge", 3, &huge), "no overflow at the largest bound")
+	require.False(t, w.summed("r1", "huge", 2, &huge))
+
+	for i := range wideMax - 2 {
 		w.declined("s"+strconv.Itoa(i), "users", 1, bound(1))
 	}
 	require.Len(t, w.m, wideMax)
+	w.declined("r1", "users", 1, bound(1)) // known: raised in place, nothing forgotten
+	require.Len(t, w.m, wideMax)
 	w.declined("over", "users", 1, bound(1))
-	require.Len(t, w.m, 1, "a full memory forgets everything")
-	require.False(t, w.summed("r1", "users", 101, bound(4<<20)))
+	require.Len(t, w.m, wideMax/2, "a full memory forgets about half")
+	require.True(t, w.summed("over", "users", 1, bound(1)), "and keeps the new one")
 }

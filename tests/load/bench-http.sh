@@ -60,7 +60,7 @@ command -v pgbench >/dev/null || { echo "pgbench is not installed (apt-get insta
 
 ADMIN_URL=${BENCH_ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 BENCH_DB=${BENCH_DB:-foodsafe_bench_http}
-[ -z "${BENCH_WIDEST:-}" ] || [[ $BENCH_WIDEST =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_WIDEST must be a positive number of bytes" >&2; exit 2; }
+[ -z "${BENCH_WIDEST:-}" ] || [[ $BENCH_WIDEST =~ ^[1-9][0-9]{0,17}$ ]] || { echo "BENCH_WIDEST must be a positive number of bytes" >&2; exit 2; }
 [[ $BENCH_DB =~ ^[a-z_][a-z0-9_]*$ ]] || { echo "BENCH_DB must be a plain lower-case name" >&2; exit 2; }
 export DATABASE_URL=${ADMIN_URL%%/postgres\?*}/$BENCH_DB?sslmode=disable
 psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $BENCH_DB WITH (FORCE)" >/dev/null

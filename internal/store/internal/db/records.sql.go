@@ -702,8 +702,9 @@ type RecordWalkPageRow struct {
 // position up to the last_sequence this snapshot sees is committed and
 // visible, and none above it is. (H was the newest position in records,
 // a backward probe of records_walk_idx: the same position, for a second
-// probe; docs/performance.md, "Pages of small records without the sum",
-// gives what the one probe and the summed branch moved out saved.) The
+// probe; docs/performance.md, "One probe, and the sum in a statement of
+// its own", gives what the one probe and the summed branch moved out
+// saved.) The
 // row is read through an aggregate, which makes the one row of a stream
 // without a row (H = 0, no record: unwritten, nothing to sum): the
 // primary key matches at most one row, so it aggregates that row
