@@ -338,9 +338,17 @@ func TestMigrationStreamWidestRecord(t *testing.T) {
 
 	_, err = p.Up(ctx)
 	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"areas": int64(len(`{"name":"a long name, superseded"}`)), "users": 0, "deliveries": 0}, streamSizes(t, sqlDB))
+}
+
+// streamSizes is every stream's max_record_bytes, by collection (the
+// tests' streams are of one restaurant).
+func streamSizes(t *testing.T, sqlDB *sql.DB) map[string]int64 {
+	t.Helper()
 	got := map[string]int64{}
-	rows, err := sqlDB.QueryContext(ctx, `SELECT collection, max_record_bytes FROM collection_streams`)
+	rows, err := sqlDB.QueryContext(context.Background(), `SELECT collection, max_record_bytes FROM collection_streams`)
 	require.NoError(t, err)
+	defer rows.Close()
 	for rows.Next() {
 		var c string
 		var n int64
@@ -348,7 +356,7 @@ func TestMigrationStreamWidestRecord(t *testing.T) {
 		got[c] = n
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, map[string]int64{"areas": int64(len(`{"name":"a long name, superseded"}`)), "users": 0, "deliveries": 0}, got)
+	return got
 }
 
 // Migration 00046 measures the streams whose largest record is unknown
@@ -402,17 +410,7 @@ func TestMigrationMeasuresUnknownStreamSizes(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	require.NoError(t, <-done)
 
-	got := map[string]int64{}
-	rows, err := sqlDB.QueryContext(ctx, `SELECT collection, max_record_bytes FROM collection_streams`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var c string
-		var n int64
-		require.NoError(t, rows.Scan(&c, &n))
-		got[c] = n
-	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, map[string]int64{"areas": int64(len(large)), "users": 7, "products": 0}, got)
+	require.Equal(t, map[string]int64{"areas": int64(len(large)), "users": 7, "products": 0}, streamSizes(t, sqlDB))
 }
 
 // Migration 00045 keeps the grants of the tokens open when it runs: each

@@ -46,7 +46,7 @@ import (
 // (sql/queries/records.sql says what that costs). summed runs
 // RecordWalkPageSummed at once, for a stream known to need it.
 func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPageParams, items []db.RecordWalkPageRow, summed bool) (_ []db.RecordWalkPageRow, cut, declined bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(db.RecordWalkPage, db.RecordWalkPageSummed, summed),
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(pageStatements, summed),
 		arg.RestaurantID, arg.Collection, arg.Pinned, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
@@ -54,18 +54,24 @@ func RecordWalkPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkPage
 // RecordWalkPage (RecordWalkFirstPageSummed reads a page it declines):
 // its columns are RecordWalkPage's.
 func RecordWalkFirstPageInto(ctx context.Context, conn db.DBTX, arg db.RecordWalkFirstPageParams, items []db.RecordWalkPageRow, summed bool) (_ []db.RecordWalkPageRow, cut, declined bool, _ error) {
-	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(db.RecordWalkFirstPage, db.RecordWalkFirstPageSummed, summed),
+	return walkRowsInto(ctx, conn, items, arg.MaxBytes, walkStatements(firstPageStatements, summed),
 		arg.RestaurantID, arg.Collection, arg.AfterSequence, arg.MaxRows, arg.MaxBytes)
 }
 
-// walkStatements are the statements a walk page may run, in order: the
-// plain one, then the summed one should it decline; the summed one alone
-// when summed.
-func walkStatements(plain, summedSQL string, summed bool) []string {
+// pageStatements and firstPageStatements are the statements a walk page
+// may run, in order: the plain one, then the summed one should it
+// decline (package variables: the slices are not made again per page).
+var (
+	pageStatements      = []string{db.RecordWalkPage, db.RecordWalkPageSummed}
+	firstPageStatements = []string{db.RecordWalkFirstPage, db.RecordWalkFirstPageSummed}
+)
+
+// walkStatements are statements, or their summed one alone when summed.
+func walkStatements(statements []string, summed bool) []string {
 	if summed {
-		return []string{summedSQL}
+		return statements[1:]
 	}
-	return []string{plain, summedSQL}
+	return statements
 }
 
 // walkRowsInto runs the first of a walk's statements and appends its rows
